@@ -1,0 +1,74 @@
+// The parsed HIER_* configuration: read once at init, then read-only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hier::config {
+
+enum class LogLevel : uint8_t { None, Warn, Info, Trace };
+
+// Collectives that HIER_ALGO / HIER_QUANT can name, in the order of their keys.
+enum class Coll : uint8_t {
+  Allreduce, ReduceScatterBlock, ReduceScatter, Allgather, Allgatherv, Bcast, Reduce, Barrier,
+  Alltoall, Count
+};
+inline constexpr std::array<const char*, static_cast<size_t>(Coll::Count)> kCollKeys = {
+  "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv", "bcast",
+  "reduce", "barrier", "alltoall"};
+
+enum class Algo : uint8_t { Auto, Flat, Hier };
+enum class Quant : uint8_t { Off, Int8, Int4 };
+
+// One level of HIER_LEVELS, innermost first. size == 0: detect (hwloc / shared memory).
+struct Level {
+  std::string name;
+  int size = 0;
+  bool operator==(const Level&) const = default;
+};
+
+struct Config {
+  bool disable = false;
+  bool strict = false;
+  bool levels_auto = true;
+  std::vector<Level> levels;  // empty when levels_auto
+  std::array<Algo, static_cast<size_t>(Coll::Count)> algo{};    // all Auto
+  std::array<Quant, static_cast<size_t>(Coll::Count)> quant{};  // all Off
+  LogLevel debug = LogLevel::Warn;
+  std::string debug_file;   // template, %h %p %r
+  std::string report;       // template, %h %p %r; empty = no report
+  double watchdog_s = 0.0;  // 0 = off
+  std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
+
+  Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }
+  Quant quant_for(Coll c) const { return quant[static_cast<size_t>(c)]; }
+};
+
+// Reads one variable; std::nullopt when unset. Tests pass a map, the library passes getenv.
+using Getenv = std::function<std::optional<std::string>(const char*)>;
+
+struct ParseResult {
+  Config config;
+  std::vector<std::string> errors;    // one line each: variable, value, what is allowed
+  std::vector<std::string> warnings;  // unknown HIER_* variables (did you mean ...?)
+};
+
+// Parses every registered variable. `environ_names` lists the HIER_* names present in the
+// environment, for the unknown-variable warnings (pass {} to skip that check).
+ParseResult parse(const Getenv& getenv_fn, const std::vector<std::string>& environ_names);
+
+// The process's configuration: parse(getenv, environ) on first use, then cached.
+const ParseResult& process_config();
+inline const Config& get() { return process_config().config; }
+
+// Text renderings of parsed values (for hier-info and the report).
+std::string to_string(LogLevel);
+std::string to_string(Algo);
+std::string to_string(Quant);
+std::string levels_to_string(const Config&);
+
+}  // namespace hier::config

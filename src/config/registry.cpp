@@ -1,0 +1,211 @@
+#include "config/registry.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+#include "util/strings.hpp"
+
+namespace hier::config {
+namespace {
+
+using util::lower;
+using util::split;
+using util::trim;
+
+std::string parse_bool(const std::string& v, bool& out) {
+  const std::string l = lower(trim(v));
+  if (l == "1" || l == "true" || l == "yes" || l == "on") { out = true; return {}; }
+  if (l == "0" || l == "false" || l == "no" || l == "off" || l.empty()) { out = false; return {}; }
+  return "not a boolean";
+}
+
+// Only %h (host), %p (pid), %r (rank) and %% are expanded in path templates.
+std::string check_template(const std::string& v) {
+  if (trim(v).empty()) return "empty path";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] != '%') continue;
+    if (i + 1 >= v.size() || std::string("hpr%").find(v[i + 1]) == std::string::npos)
+      return std::string("unknown escape '%") + (i + 1 < v.size() ? std::string(1, v[i + 1]) : "") + "'";
+    ++i;
+  }
+  return {};
+}
+
+std::optional<Coll> coll_from_key(const std::string& key) {
+  for (size_t i = 0; i < kCollKeys.size(); ++i)
+    if (key == kCollKeys[i]) return static_cast<Coll>(i);
+  return std::nullopt;
+}
+
+// Parses "value" (applies to every collective) or "coll=value,coll=value".
+template <class T>
+std::string parse_per_coll(const std::string& v, std::array<T, static_cast<size_t>(Coll::Count)>& out,
+                           std::optional<T> (*one)(const std::string&), const char* what) {
+  const std::string s = lower(trim(v));
+  if (s.find('=') == std::string::npos) {
+    auto x = one(s);
+    if (!x) return "unknown " + std::string(what) + " '" + s + "'";
+    out.fill(*x);
+    return {};
+  }
+  auto tmp = out;
+  for (const std::string& item : split(s, ',')) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) return "'" + item + "' is not collective=" + what;
+    const std::string key = trim(item.substr(0, eq)), val = trim(item.substr(eq + 1));
+    auto c = coll_from_key(key);
+    if (!c) return "unknown collective '" + key + "'";
+    auto x = one(val);
+    if (!x) return "unknown " + std::string(what) + " '" + val + "' for " + key;
+    tmp[static_cast<size_t>(*c)] = *x;
+  }
+  out = tmp;
+  return {};
+}
+
+std::optional<Algo> algo_from(const std::string& s) {
+  if (s == "auto") return Algo::Auto;
+  if (s == "flat") return Algo::Flat;
+  if (s == "hier") return Algo::Hier;
+  return std::nullopt;
+}
+std::optional<Quant> quant_from(const std::string& s) {
+  if (s == "off" || s == "none" || s == "0") return Quant::Off;
+  if (s == "int8") return Quant::Int8;
+  if (s == "int4") return Quant::Int4;
+  return std::nullopt;
+}
+
+std::string apply_levels(const std::string& v, Config& c) {
+  const std::string s = lower(trim(v));
+  if (s == "auto" || s.empty()) { c.levels_auto = true; c.levels.clear(); return {}; }
+  std::vector<Level> levels;
+  for (const std::string& item : split(s, ',')) {
+    Level l;
+    const auto colon = item.find(':');
+    l.name = trim(item.substr(0, colon));
+    if (l.name.empty() || !std::isalpha(static_cast<unsigned char>(l.name[0])) ||
+        !std::all_of(l.name.begin(), l.name.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }))
+      return "bad level name '" + l.name + "'";
+    if (l.name == "world") return "'world' is implicit (the outermost level); do not list it";
+    if (colon != std::string::npos) {
+      const std::string n = trim(item.substr(colon + 1));
+      char* end = nullptr;
+      const long x = std::strtol(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || x < 1 || x > (1 << 20)) return "bad size '" + n + "' for level " + l.name;
+      l.size = static_cast<int>(x);
+    }
+    for (const Level& prev : levels)
+      if (prev.name == l.name) return "level '" + l.name + "' listed twice";
+    levels.push_back(l);
+  }
+  // Sized levels must nest: each size a multiple of the sized level inside it.
+  int inner = 0;
+  for (const Level& l : levels) {
+    if (l.size == 0) continue;
+    if (inner && (l.size <= inner || l.size % inner != 0))
+      return "level " + l.name + ":" + std::to_string(l.size) + " is not a multiple of the level inside it (" +
+             std::to_string(inner) + ")";
+    inner = l.size;
+  }
+  c.levels_auto = false;
+  c.levels = std::move(levels);
+  return {};
+}
+
+std::string apply_debug(const std::string& v, Config& c) {
+  const std::string s = lower(trim(v));
+  if (s == "none" || s == "off") c.debug = LogLevel::None;
+  else if (s == "warn" || s.empty()) c.debug = LogLevel::Warn;
+  else if (s == "info") c.debug = LogLevel::Info;
+  else if (s == "trace") c.debug = LogLevel::Trace;
+  else return "unknown level";
+  return {};
+}
+
+std::string apply_watchdog(const std::string& v, Config& c) {
+  const std::string s = trim(v);
+  char* end = nullptr;
+  const double x = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !(x >= 0) || x > 1e7) return "not a number of seconds >= 0";
+  c.watchdog_s = x;
+  return {};
+}
+
+const VarSpec kVars[] = {
+  {"HIER_DISABLE", "0", "0 or 1", "Pure passthrough: every call goes straight to the MPI library (the baseline for comparisons).",
+   [](const std::string& v, Config& c) { return parse_bool(v, c.disable); }},
+  {"HIER_STRICT", "0", "0 or 1", "Turn an invalid HIER_* value into a clean stop (MPI_Abort with the message) instead of a warning.",
+   [](const std::string& v, Config& c) { return parse_bool(v, c.strict); }},
+  {"HIER_LEVELS", "auto", "auto, or a list name[:N],... innermost first (e.g. gpu:2,node:4)",
+   "Hierarchy levels: auto-detected, or listed innermost first; name:N groups N consecutive ranks (node:N fakes nodes).",
+   apply_levels},
+  {"HIER_ALGO", "auto", "auto|flat|hier, or collective=auto|flat|hier,... (collectives: allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, bcast, reduce, barrier, alltoall)",
+   "Algorithm per collective; auto lets the planner choose.",
+   [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }},
+  {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
+   "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only).",
+   [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }},
+  {"HIER_DEBUG", "WARN", "NONE, WARN, INFO or TRACE", "Log level of libhier's messages (TRACE prints schedules).", apply_debug},
+  {"HIER_DEBUG_FILE", "", "a path; %h host, %p pid, %r rank, %% a percent sign",
+   "Write the log to this file per process instead of stderr.",
+   [](const std::string& v, Config& c) { auto e = check_template(v); if (e.empty()) c.debug_file = v; return e; }},
+  {"HIER_REPORT", "", "a path; %h host, %p pid, %r rank, %% a percent sign",
+   "Write a JSON report per rank at MPI_Finalize (calls, bytes and algorithm per MPI function).",
+   [](const std::string& v, Config& c) { auto e = check_template(v); if (e.empty()) c.report = v; return e; }},
+  {"HIER_WATCHDOG", "0", "a number of seconds >= 0 (0 = off)",
+   "Seconds a collective may wait before the hang report (validated now; the watchdog itself is not implemented yet).",
+   apply_watchdog},
+  {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
+   "Measured performance model used by the planner; built-in defaults when unset.",
+   [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); }},
+};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::span<const VarSpec> registry() { return kVars; }
+
+const VarSpec* find_var(const std::string& name) {
+  for (const VarSpec& v : kVars)
+    if (name == v.name) return &v;
+  return nullptr;
+}
+
+std::optional<std::string> closest_var(const std::string& name) {
+  const VarSpec* best = nullptr;
+  size_t best_d = 3;  // more than 2 edits is a different word, not a typo
+  for (const VarSpec& v : kVars) {
+    const size_t d = edit_distance(name, v.name);
+    if (d < best_d) { best_d = d; best = &v; }
+  }
+  if (!best) return std::nullopt;
+  return std::string(best->name);
+}
+
+std::string markdown_table() {
+  std::ostringstream o;
+  o << "| variable | default | allowed | meaning |\n|---|---|---|---|\n";
+  for (const VarSpec& v : kVars)
+    o << "| `" << v.name << "` | `" << (*v.default_value ? v.default_value : "(unset)") << "` | " << v.allowed
+      << " | " << v.doc << " |\n";
+  return o.str();
+}
+
+}  // namespace hier::config

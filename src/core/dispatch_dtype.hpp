@@ -1,0 +1,16 @@
+// The one dispatch point of the dtype family: datatype calls (canonicalization at commit and fast MPI_Pack plug in here).
+// Every generated wrapper of the family calls dispatch_dtype<Fn::X>(fwd, args...), where fwd()
+// forwards the call to PMPI unchanged. Features add behaviour here, for the functions they
+// handle, and return passthrough(fwd) for everything they cannot do exactly.
+#pragma once
+
+#include "core/wrap.hpp"
+
+namespace hier::core {
+
+template <Fn F, class Fwd, class... Args>
+inline Outcome dispatch_dtype(Fwd& fwd, Args... args) {
+  return passthrough(fwd);
+}
+
+}  // namespace hier::core

@@ -1,0 +1,76 @@
+#include "core/lifecycle.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "config/config.hpp"
+#include "diag/log.hpp"
+#include "diag/report.hpp"
+
+namespace hier::core {
+
+namespace {
+std::string library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  PMPI_Get_library_version(buf, &len);  // allowed before MPI_Init
+  std::string s(buf, len > 0 ? static_cast<size_t>(len) : 0);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+}  // namespace
+
+void check_mpi_family_or_die() {
+  const std::string v = library_version();
+  if (library_matches_build(v)) return;
+  const std::string first = v.substr(0, v.find_first_of("\n,"));
+  std::fprintf(stderr,
+               "libhier: FATAL: this libhier.so was built for %s, but the program runs on '%s'. "
+               "Preload the libhier.so built for that MPI (cmake --preset %s).\n",
+               built_for_mpi(), first.c_str(), v.find("Open MPI") != std::string::npos ? "openmpi" : "mpich");
+  std::fflush(stderr);
+  _exit(1);  // no handle of this MPI may be touched: stop before anything else runs
+}
+
+void on_initialized(bool world_model) {
+  Guard guard;
+  if (g_runtime.active.load()) return;
+  const config::ParseResult& parsed = config::process_config();
+  const config::Config& cfg = parsed.config;
+  int rank = -1, size = 0;
+  if (world_model) {
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  g_runtime.world_rank = rank;
+  g_runtime.world_size = size;
+  g_runtime.mpi_library = library_version();
+  log::init(cfg, rank);
+  // Configuration problems are printed once (rank 0), whatever HIER_DEBUG says.
+  if (rank <= 0) {
+    for (const std::string& e : parsed.errors)
+      log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "%s", e.c_str());
+    for (const std::string& w : parsed.warnings)
+      log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "%s", w.c_str());
+  }
+  if (!parsed.errors.empty() && cfg.strict) {
+    if (rank <= 0)
+      log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "HIER_STRICT=1: stopping on invalid configuration");
+    PMPI_Abort(world_model ? MPI_COMM_WORLD : MPI_COMM_SELF, 1);
+  }
+  HIER_INFO("core", "libhier %s active for %s (%s)", HIER_VERSION_STRING, built_for_mpi(),
+            cfg.disable ? "HIER_DISABLE=1: passthrough" : "enabled");
+  g_runtime.active.store(!cfg.disable);
+}
+
+void on_finalizing() {
+  Guard guard;
+  g_runtime.active.store(false);
+  const config::Config& cfg = config::get();
+  if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
+  log::shutdown();
+}
+
+}  // namespace hier::core

@@ -1,0 +1,47 @@
+// MPI_Init / Init_thread / Finalize / Session_init / Session_finalize: where libhier starts and
+// stops. The version check runs before the MPI library is touched in any other way.
+#pragma once
+
+#include "core/wrap.hpp"
+
+namespace hier::core {
+
+// Before PMPI_Init*: stops the process if this build is for another MPI family.
+void check_mpi_family_or_die();
+// After a successful PMPI_Init*/Session_init: configuration, logging, activation.
+void on_initialized(bool world_model);
+// Before PMPI_Finalize/last Session_finalize: report, deactivation.
+void on_finalizing();
+
+template <Fn F, class Fwd, class... Args>
+inline int lifecycle(Fwd& fwd, Args... args) {
+  constexpr Fn B = base_of(F);
+  if constexpr (B == Fn::Init || B == Fn::Init_thread) {
+    check_mpi_family_or_die();
+    const int rc = fwd();
+    if (rc == MPI_SUCCESS) on_initialized(true);
+    diag::record(F, diag::AlgoTag::Flat, rc, 0);
+    return rc;
+  } else if constexpr (B == Fn::Finalize) {
+    diag::record(F, diag::AlgoTag::Flat, MPI_SUCCESS, 0);
+    on_finalizing();
+    return fwd();
+  }
+#if MPI_VERSION >= 4
+  else if constexpr (B == Fn::Session_init) {
+    check_mpi_family_or_die();
+    const int rc = fwd();
+    if (rc == MPI_SUCCESS) on_initialized(false);
+    diag::record(F, diag::AlgoTag::Flat, rc, 0);
+    return rc;
+  } else if constexpr (B == Fn::Session_finalize) {
+    diag::record(F, diag::AlgoTag::Flat, MPI_SUCCESS, 0);
+    return fwd();
+  }
+#endif
+  else {
+    return fwd();
+  }
+}
+
+}  // namespace hier::core

@@ -1,0 +1,53 @@
+// What every generated wrapper uses: export macro, re-entry guard, outcome, statistics.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "core/runtime.hpp"
+#include "diag/stats.hpp"
+#include "hier/fn.hpp"
+
+#define HIER_EXPORT __attribute__((visibility("default")))
+
+namespace hier::core {
+
+// Depth of libhier frames on this thread: MPI calls made from inside libhier (or from inside the
+// MPI library, e.g. ROMIO) go straight to PMPI. Thread-local, never a global flag.
+extern thread_local int tl_depth __attribute__((tls_model("initial-exec")));
+
+inline bool should_intercept() {
+  return tl_depth == 0 && g_runtime.active.load(std::memory_order_relaxed);
+}
+
+struct Guard {
+  Guard() { ++tl_depth; }
+  ~Guard() { --tl_depth; }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+};
+
+// The result of a family dispatch: the MPI return code and how the call was carried out.
+struct Outcome {
+  int rc;
+  diag::AlgoTag algo;
+};
+
+// Forwards to the MPI library unchanged; the default of every family.
+template <class Fwd>
+inline Outcome passthrough(Fwd& fwd) {
+  return {fwd(), diag::AlgoTag::Flat};
+}
+
+inline void record(Fn f, const Outcome& o, uint64_t bytes) { diag::record(f, o.algo, o.rc, bytes); }
+
+// n elements of type t in bytes; only evaluated after the MPI accepted the arguments.
+inline uint64_t sz(MPI_Count n, MPI_Datatype t) {
+  if (n <= 0 || t == MPI_DATATYPE_NULL) return 0;
+  MPI_Count s = 0;
+  PMPI_Type_size_x(t, &s);
+  return s > 0 ? static_cast<uint64_t>(n) * static_cast<uint64_t>(s) : 0;
+}
+
+}  // namespace hier::core

@@ -1,0 +1,39 @@
+// GoogleTest main for tests run under mpiexec: every rank runs every test; rank 0 prints the
+// usual output, the other ranks print only their failures; the exit code is the same on every
+// rank (failed anywhere = failed).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+
+namespace {
+class FailureOnlyPrinter : public testing::EmptyTestEventListener {
+ public:
+  explicit FailureOnlyPrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+ private:
+  int rank_;
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) {
+    auto& listeners = testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailureOnlyPrinter(rank));
+  }
+  int local = RUN_ALL_TESTS();
+  int global = 0;
+  PMPI_Allreduce(&local, &global, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return global;
+}

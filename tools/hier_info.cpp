@@ -1,0 +1,64 @@
+// hier-info: what libhier would do in this environment. Prints the parsed HIER_* configuration
+// (with any errors), the MPI library, and with --vars / --markdown every variable libhier knows.
+// Needs no mpiexec; it never initializes MPI.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "config/config.hpp"
+#include "config/registry.hpp"
+#include "core/runtime.hpp"
+
+namespace {
+void usage() {
+  std::puts("usage: hier-info [--vars | --markdown | --help]\n"
+            "  (no option)  parsed configuration, MPI library, problems found\n"
+            "  --vars       every HIER_* variable with default, allowed values and meaning\n"
+            "  --markdown   the same as a Markdown table (the README's table is this output)");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace hier;
+  if (argc > 1 && !std::strcmp(argv[1], "--markdown")) {
+    std::fputs(config::markdown_table().c_str(), stdout);
+    return 0;
+  }
+  if (argc > 1 && !std::strcmp(argv[1], "--vars")) {
+    for (const config::VarSpec& v : config::registry())
+      std::printf("%s\n    default: %s\n    allowed: %s\n    %s\n", v.name, *v.default_value ? v.default_value : "(unset)",
+                  v.allowed, v.doc);
+    return 0;
+  }
+  if (argc > 1) {
+    usage();
+    return std::strcmp(argv[1], "--help") && std::strcmp(argv[1], "-h") ? 2 : 0;
+  }
+  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  int len = 0;
+  MPI_Get_library_version(lib, &len);
+  std::string l(lib);
+  l = l.substr(0, l.find('\n'));
+  const config::ParseResult& p = config::process_config();
+  const config::Config& c = p.config;
+  std::printf("libhier %s, built for %s\n", HIER_VERSION_STRING, core::built_for_mpi());
+  std::printf("MPI library: %s%s\n", l.c_str(), core::library_matches_build(lib) ? "" : "  (MISMATCH: wrong build)");
+  std::printf("configuration:\n");
+  std::printf("  HIER_DISABLE     %d\n", c.disable);
+  std::printf("  HIER_STRICT      %d\n", c.strict);
+  std::printf("  HIER_LEVELS      %s\n", config::levels_to_string(c).c_str());
+  std::printf("  HIER_ALGO       ");
+  for (size_t i = 0; i < config::kCollKeys.size(); ++i) std::printf(" %s=%s", config::kCollKeys[i], config::to_string(c.algo[i]).c_str());
+  std::printf("\n  HIER_QUANT      ");
+  for (size_t i = 0; i < config::kCollKeys.size(); ++i) std::printf(" %s=%s", config::kCollKeys[i], config::to_string(c.quant[i]).c_str());
+  std::printf("\n  HIER_DEBUG       %s\n", config::to_string(c.debug).c_str());
+  std::printf("  HIER_DEBUG_FILE  %s\n", c.debug_file.empty() ? "(stderr)" : c.debug_file.c_str());
+  std::printf("  HIER_REPORT      %s\n", c.report.empty() ? "(none)" : c.report.c_str());
+  std::printf("  HIER_WATCHDOG    %g s\n", c.watchdog_s);
+  std::printf("  HIER_TUNE_FILE   %s\n", c.tune_file.empty() ? "(built-in defaults)" : c.tune_file.c_str());
+  for (const std::string& e : p.errors) std::printf("error: %s\n", e.c_str());
+  for (const std::string& w : p.warnings) std::printf("warning: %s\n", w.c_str());
+  return p.errors.empty() ? 0 : 1;
+}
