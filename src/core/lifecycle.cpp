@@ -7,6 +7,7 @@
 
 #include "config/config.hpp"
 #include "diag/log.hpp"
+#include "core/hooks.hpp"
 #include "diag/report.hpp"
 
 namespace hier::core {
@@ -70,6 +71,7 @@ void on_finalizing() {
   g_runtime.active.store(false);
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
+  run_finalize_hooks();
   log::shutdown();
 }
 

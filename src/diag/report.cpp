@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/registry.hpp"
+#include "core/hooks.hpp"
 #include "core/runtime.hpp"
 #include "diag/log.hpp"
 #include "diag/stats.hpp"
@@ -66,6 +67,9 @@ std::string report_json(const config::Config& cfg, int rank, int size, const std
     fns[kFnNames[f]] = e;
   }
   j["functions"] = fns;
+  core::for_each_report_section([&](const std::string& key, const std::string& text) {
+    j[key] = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  });
   return j.dump(2);
 }
 

@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (it >= 0) t[it] = worst;
   }
-  if (active && rbuf[0] != (char)(peer & 0xff) || rbuf[bytes - 1] != (char)(peer & 0xff)) {
+  if (active && (rbuf[0] != (char)(peer & 0xff) || rbuf[bytes - 1] != (char)(peer & 0xff))) {
     fprintf(stderr, "sendrecv_bw: rank %d received wrong data\n", rank);
     MPI_Abort(MPI_COMM_WORLD, 4);
   }

@@ -1,0 +1,21 @@
+// Extension points for components that need the process lifecycle or the report without
+// core knowing them: register once (e.g. on first use), run at finalize / report time.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace hier::core {
+
+// Runs at MPI_Finalize, after the report is written and before PMPI_Finalize, in reverse
+// order of registration (free level communicators, caches, ...). Thread-safe.
+void add_finalize_hook(std::function<void()> fn);
+
+// Adds a top-level key to the report; `json_text` returns a JSON value as text.
+void add_report_section(std::string key, std::function<std::string()> json_text);
+
+// Used by core itself.
+void run_finalize_hooks();
+void for_each_report_section(const std::function<void(const std::string&, const std::string&)>& fn);
+
+}  // namespace hier::core
