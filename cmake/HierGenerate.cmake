@@ -1,0 +1,18 @@
+# The wrappers are generated from interposer/api.txt (one table): C wrappers per family,
+# Fortran wrappers (compiled in for Open MPI only) and the Fn enum that the statistics use.
+# Included before any component so that every target can depend on hier_generated.
+set(_gen ${CMAKE_BINARY_DIR}/generated)
+set(_families coll icoll p2p request dtype comm init)
+set(_outputs ${_gen}/hier/fn.hpp)
+foreach(f IN LISTS _families)
+  list(APPEND _outputs ${_gen}/wrap_${f}.cpp ${_gen}/fwrap_${f}.cpp)
+endforeach()
+add_custom_command(
+  OUTPUT ${_outputs}
+  COMMAND Python3::Interpreter ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt ${_gen}
+  DEPENDS ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt
+  COMMENT "Generating MPI wrappers from interposer/api.txt")
+add_custom_target(hier_generated DEPENDS ${_outputs})
+add_dependencies(hier_core hier_generated)
+
+set(HIER_GENERATED_SOURCES ${_outputs})
