@@ -202,34 +202,45 @@ def fortran_param(f, p, pre, post):
 
 
 def gen_f_wrappers(funcs, family):
-    out = [HEADER, "// Fortran entry points (Open MPI only: its Fortran bindings call PMPI_* and so would",
-           "// bypass the C wrappers). Each converts handles with MPI_*_f2c and calls the C wrapper.",
+    out = [HEADER,
+           "// Fortran entry points. Open MPI's Fortran bindings (mpif.h, use mpi, use mpi_f08) call",
+           "// PMPI_* and would bypass the C wrappers: every binding symbol is defined here. MPICH's",
+           "// mpif.h / use mpi call the C MPI_* symbols, but its mpi_f08 binding calls PMPI_* for the",
+           "// functions without a choice buffer: their mpi_<name>_f08_ symbols are defined here. Each",
+           "// converts handles with MPI_*_f2c and calls the C wrapper.",
            "#include <mpi.h>\n", "#include <vector>\n", '#include "core/fortran.hpp"', '#include "core/wrap.hpp"\n',
-           "#if defined(OMPI_MAJOR_VERSION)", 'extern "C" {\n']
+           'extern "C" {\n']
     for f in funcs:
         if f.family != family or "f" not in f.flags or f.large:
             continue
+        has_buffer = any(p.base() == "void" for p in f.params)
+        cond = "defined(OMPI_MAJOR_VERSION)" if has_buffer else "defined(OMPI_MAJOR_VERSION) || defined(MPICH_VERSION)"
         pre, post, fdecls, cargs = [], [], [], []
         for p in f.params:
             d, a = fortran_param(f, p, pre, post)
             if d:
                 fdecls.append(d)
             cargs.append(a)
-        fdecls.append("MPI_Fint* ierr")
+        fdecls.append("MPI_Fint* ierr")  # absent OPTIONAL ierror (mpi_f08) arrives as NULL
         low = f.short.lower()
         impl = f"hier_fortran_{low}"
-        out.append(f"HIER_EXPORT void {impl}({', '.join(fdecls)}) {{")
+        decl = ", ".join(fdecls)
+        out.append(f"#if {cond}")
+        out.append(f"HIER_EXPORT void {impl}({decl}) {{")
         out += pre
         out.append(f"  const int rc = {f.name}({', '.join(cargs)});")
-        # Outputs are copied back only where the call succeeded (or for handles, always: a
-        # failed call leaves them as they were, which the c2f conversion preserves).
         out += post
         out.append("  if (ierr) *ierr = rc;")
         out.append("}")
+        out.append("#if defined(OMPI_MAJOR_VERSION)")
         for alias in (f"mpi_{low}", f"mpi_{low}_", f"mpi_{low}__", f"MPI_{low.upper()}", f"ompi_{low}_f"):
-            out.append(f'HIER_EXPORT void {alias}({", ".join(fdecls)}) __attribute__((alias("{impl}")));')
+            out.append(f'HIER_EXPORT void {alias}({decl}) __attribute__((alias("{impl}")));')
+        out.append("#else")
+        out.append(f'HIER_EXPORT void mpi_{low}_f08_({decl}) __attribute__((alias("{impl}")));')
+        out.append("#endif")
+        out.append("#endif")
         out.append("")
-    out += ['}  // extern "C"', "#endif  // OMPI_MAJOR_VERSION", ""]
+    out += ['}  // extern "C"', ""]
     return "\n".join(out)
 
 

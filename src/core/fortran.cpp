@@ -18,10 +18,16 @@ const void* lookup(const char* base) {
 const Sentinels& sentinels() {
   static const Sentinels s = [] {
     Sentinels x;
+#if defined(OMPI_MAJOR_VERSION)
     x.in_place = lookup("mpi_fortran_in_place");
     x.bottom = lookup("mpi_fortran_bottom");
     x.status_ignore = lookup("mpi_fortran_status_ignore");
     x.statuses_ignore = lookup("mpi_fortran_statuses_ignore");
+#else
+    // MPICH: only mpi_f08 entry points without buffers are wrapped (see the generator).
+    x.status_ignore = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_STATUS_IGNORE_OBJ");
+    x.statuses_ignore = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_STATUSES_IGNORE_OBJ");
+#endif
     return x;
   }();
   return s;

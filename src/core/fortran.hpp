@@ -1,4 +1,5 @@
-// Helpers of the Fortran wrappers (Open MPI). Fortran's MPI_IN_PLACE, MPI_BOTTOM and
+// Helpers of the Fortran wrappers (all of Open MPI's bindings; MPICH's mpi_f08 for calls
+// without buffers, whose TYPE(MPI_Status) has the C layout). Fortran's MPI_IN_PLACE, MPI_BOTTOM and
 // MPI_STATUS(ES)_IGNORE are addresses of common blocks in the Fortran library, not the C
 // constants; they are looked up by name at first use, so libhier does not link the Fortran
 // libraries into C programs.

@@ -3,16 +3,20 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "config/config.hpp"
-#include "diag/log.hpp"
 #include "core/hooks.hpp"
+#include "diag/log.hpp"
 #include "diag/report.hpp"
 
 namespace hier::core {
 
 namespace {
+std::mutex g_init_mu;
+
 std::string library_version() {
   char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
   int len = 0;
@@ -20,6 +24,14 @@ std::string library_version() {
   std::string s(buf, len > 0 ? static_cast<size_t>(len) : 0);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0' || s.back() == ' ')) s.pop_back();
   return s;
+}
+
+// The report is written at MPI_Finalize. Bindings that finalize through PMPI directly (MPICH's
+// mpi_f08) and programs that exit without MPI_Finalize get it at exit instead: it needs no MPI.
+void report_at_exit() {
+  if (g_runtime.finalize_seen) return;
+  const config::Config& cfg = config::get();
+  if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
 }
 }  // namespace
 
@@ -37,7 +49,8 @@ void check_mpi_family_or_die() {
 
 void on_initialized(bool world_model) {
   Guard guard;
-  if (g_runtime.active.load()) return;
+  std::lock_guard<std::mutex> lk(g_init_mu);
+  if (g_runtime.state.load() != State::Uninit) return;
   const config::ParseResult& parsed = config::process_config();
   const config::Config& cfg = parsed.config;
   int rank = -1, size = 0;
@@ -61,14 +74,31 @@ void on_initialized(bool world_model) {
       log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "HIER_STRICT=1: stopping on invalid configuration");
     PMPI_Abort(world_model ? MPI_COMM_WORLD : MPI_COMM_SELF, 1);
   }
-  HIER_INFO("core", "libhier %s active for %s (%s)", HIER_VERSION_STRING, built_for_mpi(),
-            cfg.disable ? "HIER_DISABLE=1: passthrough" : "enabled");
-  g_runtime.active.store(!cfg.disable);
+  HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, built_for_mpi(),
+            cfg.disable ? "HIER_DISABLE=1, passthrough" : "active");
+  std::atexit(report_at_exit);
+  g_runtime.state.store(cfg.disable ? State::Passive : State::Active);
+}
+
+bool lazy_init() {
+  Guard guard;
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (!initialized || finalized) return false;
+  on_initialized(true);
+  return g_runtime.state.load() == State::Active;
 }
 
 void on_finalizing() {
   Guard guard;
-  g_runtime.active.store(false);
+  {
+    std::lock_guard<std::mutex> lk(g_init_mu);
+    if (g_runtime.state.load() == State::Uninit) return;  // never initialized through libhier
+    g_runtime.state.store(State::Passive);
+    if (g_runtime.finalize_seen) return;
+    g_runtime.finalize_seen = true;
+  }
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
   run_finalize_hooks();

@@ -24,6 +24,7 @@ inline int lifecycle(Fwd& fwd, Args... args) {
     return rc;
   } else if constexpr (B == Fn::Finalize) {
     diag::record(F, diag::AlgoTag::Flat, MPI_SUCCESS, 0);
+    if (g_runtime.state.load() == State::Uninit) lazy_init();  // MPI started behind our back
     on_finalizing();
     return fwd();
   }

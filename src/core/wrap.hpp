@@ -18,7 +18,10 @@ namespace hier::core {
 extern thread_local int tl_depth __attribute__((tls_model("initial-exec")));
 
 inline bool should_intercept() {
-  return tl_depth == 0 && g_runtime.active.load(std::memory_order_relaxed);
+  if (tl_depth != 0) return false;
+  const State s = g_runtime.state.load(std::memory_order_relaxed);
+  if (s == State::Active) return true;
+  return s == State::Uninit && lazy_init();
 }
 
 struct Guard {
