@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     usage();
     return std::strcmp(argv[1], "--help") && std::strcmp(argv[1], "-h") ? 2 : 0;
   }
-  char lib[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  char lib[16384] = {0};  // any MPI's maximum, not only this build's
   int len = 0;
   MPI_Get_library_version(lib, &len);
   std::string l(lib);

@@ -18,7 +18,9 @@ namespace {
 std::mutex g_init_mu;
 
 std::string library_version() {
-  char buf[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+  // Sized for any MPI, not this build's: a program of the other family writes its own maximum
+  // (MPICH: 8192 bytes, Open MPI: 256) before the family check can run.
+  char buf[16384] = {0};
   int len = 0;
   PMPI_Get_library_version(buf, &len);  // allowed before MPI_Init
   std::string s(buf, len > 0 ? static_cast<size_t>(len) : 0);
@@ -70,8 +72,11 @@ void on_initialized(bool world_model) {
       log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "%s", w.c_str());
   }
   if (!parsed.errors.empty() && cfg.strict) {
-    if (rank <= 0)
-      log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "HIER_STRICT=1: stopping on invalid configuration");
+    // Every rank says why before aborting: whichever aborts first takes the others down.
+    if (rank > 0)
+      for (const std::string& e : parsed.errors)
+        log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "%s", e.c_str());
+    log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "HIER_STRICT=1: stopping on invalid configuration");
     PMPI_Abort(world_model ? MPI_COMM_WORLD : MPI_COMM_SELF, 1);
   }
   HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, built_for_mpi(),

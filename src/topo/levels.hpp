@@ -1,0 +1,46 @@
+// The level communicators of one user communicator, built once (collectively) and freed with
+// it. All are derived from an internal duplicate: libhier's traffic never runs on the user's.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "config/config.hpp"
+#include "topo/shape.hpp"
+
+namespace hier::topo {
+
+struct Levels {
+  Shape shape;
+  int rank = 0;  // in the user communicator
+  int size = 0;
+
+  // Cartesian view: step[j] holds the ranks that differ only in coordinate c_j (rank there = c_j).
+  // step[k] (k = shape.nlevels()-1) is the cross-node communicator.
+  std::vector<MPI_Comm> step;
+  // Two-level view (always, when hierarchical): my node (rank there = local index, or the
+  // position c_0..c_{k-1} when cartesian) and the node leaders (local 0; MPI_COMM_NULL elsewhere).
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm leaders = MPI_COMM_NULL;
+  MPI_Comm cross = MPI_COMM_NULL;  // cartesian: ranks with my node position, one per node
+
+  Levels() = default;
+  Levels(const Levels&) = delete;
+  Levels& operator=(const Levels&) = delete;
+  ~Levels();
+
+  int my_node() const { return shape.node_of[rank]; }
+  int my_local() const { return shape.local_of[rank]; }
+
+ private:
+  friend std::unique_ptr<Levels> build_levels(MPI_Comm, const config::Config&);
+  std::vector<MPI_Comm> owned_;  // each communicator once (some views share one)
+};
+
+// Collective over `user`. Returns null where there is nothing hierarchical to do (one level,
+// levels that split nothing, not nested); never touches `user` beyond one PMPI_Comm_dup.
+std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg);
+
+}  // namespace hier::topo
