@@ -77,6 +77,8 @@ void on_initialized(bool world_model) {
       for (const std::string& e : parsed.errors)
         log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "%s", e.c_str());
     log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__, "HIER_STRICT=1: stopping on invalid configuration");
+    // Give the launcher a moment to forward stderr: MPI_Abort kills the ranks' pipes at once.
+    usleep(300 * 1000);
     PMPI_Abort(world_model ? MPI_COMM_WORLD : MPI_COMM_SELF, 1);
   }
   HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, built_for_mpi(),

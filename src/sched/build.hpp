@@ -1,0 +1,51 @@
+// One builder per collective and algorithm. Each returns the steps of ONE rank (`rank`, in the
+// user communicator) from the shape alone: no MPI, so the unit tests run them for every rank.
+// Preconditions (the planner checks them): the shape is hierarchical, and cartesian where the
+// algorithm says so.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sched/ir.hpp"
+#include "topo/shape.hpp"
+
+namespace hier::sched {
+
+// The algorithms. Cartesian ones use the step / node / cross communicators; Tree ones only the
+// node and leaders communicators, so they also serve uneven shapes.
+enum class Algorithm : uint8_t {
+  Flat,
+  RsArAg,            // allreduce: reduce-scatter up the levels, allreduce across nodes, allgather down
+  TreeAllreduce,     // allreduce: reduce to node leaders, allreduce among them, bcast in the node
+  RsLevels,          // reduce_scatter(_block): reduce-scatter level by level (cartesian)
+  AgLevels,          // allgather(v): allgather level by level, outermost first (cartesian)
+  ScatterAllgather,  // bcast: scatter in the root's node, bcast across, allgather in every node
+  TwoStep,           // bcast / reduce: across nodes at the root's node position, then within nodes
+  Tree,              // bcast / reduce / barrier through node leaders (any shape)
+  RsReduceGather,    // reduce: reduce-scatter in nodes, reduce across, gather in the root's node
+  TwoPhase,          // alltoall: exchange within the node, then across nodes (cartesian)
+};
+const char* to_string(Algorithm a);
+
+// `ordered_top`: the cross-node step is reduce_scatter + allgatherv instead of PMPI_Allreduce,
+// so that every element is reduced exactly once (user-defined ops that may not be bitwise
+// commutative still give the same bits on every rank).
+Schedule build_allreduce(const topo::Shape& s, int rank, int64_t n, bool in_place, Algorithm a, bool ordered_top);
+// counts[r]: elements rank r receives (reduce_scatter_block: all equal).
+Schedule build_reduce_scatter(const topo::Shape& s, int rank, const std::vector<int64_t>& counts, bool in_place);
+// counts[r]: bytes of rank r's block.
+Schedule build_allgather(const topo::Shape& s, int rank, const std::vector<int64_t>& counts);
+Schedule build_bcast(const topo::Shape& s, int rank, int64_t bytes, int root, Algorithm a);
+Schedule build_reduce(const topo::Shape& s, int rank, int64_t n, int root, bool in_place, Algorithm a);
+Schedule build_barrier(const topo::Shape& s, int rank);
+// block: bytes per (source, destination) pair.
+Schedule build_alltoall(const topo::Shape& s, int rank, int64_t block);
+
+// n units split into `parts` nearly equal parts (the first n % parts one larger).
+struct Split {
+  std::vector<int64_t> counts, displs;
+};
+Split split_even(int64_t n, int parts);
+
+}  // namespace hier::sched

@@ -1,0 +1,77 @@
+#include "sched/ir.hpp"
+
+#include <sstream>
+
+namespace hier::sched {
+
+const char* to_string(Kind k) {
+  switch (k) {
+    case Kind::Copy: return "copy";
+    case Kind::LoadBlock: return "load_block";
+    case Kind::StoreBlock: return "store_block";
+    case Kind::ReduceScatter: return "reduce_scatter";
+    case Kind::Allreduce: return "allreduce";
+    case Kind::Allgather: return "allgather";
+    case Kind::Allgatherv: return "allgatherv";
+    case Kind::Bcast: return "bcast";
+    case Kind::Scatterv: return "scatterv";
+    case Kind::Gatherv: return "gatherv";
+    case Kind::Reduce: return "reduce";
+    case Kind::Alltoall: return "alltoall";
+    case Kind::Barrier: return "barrier";
+    case Kind::Send: return "send";
+    case Kind::Recv: return "recv";
+  }
+  return "?";
+}
+
+std::string to_string(const CommRef& c) {
+  switch (c.on) {
+    case On::None: return "local";
+    case On::Step: return "step" + std::to_string(c.level);
+    case On::Node: return "node";
+    case On::Cross: return "cross";
+    case On::Leaders: return "leaders";
+  }
+  return "?";
+}
+
+std::string to_string(const Ref& r) {
+  const char* b = r.buf == Buf::Send ? "send" : r.buf == Buf::Recv ? "recv" : "scratch";
+  return std::string(b) + "+" + std::to_string(r.off);
+}
+
+namespace {
+void list(std::ostringstream& o, const char* name, const std::vector<int64_t>& v) {
+  if (v.empty()) return;
+  o << ' ' << name << '=';
+  for (size_t i = 0; i < v.size(); ++i) o << (i ? "," : "") << v[i];
+}
+}  // namespace
+
+std::string to_string(const Schedule& s) {
+  std::ostringstream o;
+  o << s.name << " (" << (s.unit == Unit::Bytes ? "bytes" : "elements") << ", scratch " << s.scratch << ", "
+    << s.steps.size() << " steps)";
+  for (const Step& st : s.steps) {
+    o << "\n  " << to_string(st.kind) << " on " << to_string(st.comm);
+    switch (st.kind) {
+      case Kind::Barrier: break;
+      case Kind::LoadBlock: o << " block " << st.block << " -> " << to_string(st.dst); break;
+      case Kind::StoreBlock: o << ' ' << to_string(st.src) << " -> block " << st.block; break;
+      default:
+        if (st.in_place) o << " in place";
+        else o << ' ' << to_string(st.src);
+        o << " -> " << to_string(st.dst);
+    }
+    if (st.count) o << " count " << st.count;
+    if (st.kind == Kind::Bcast || st.kind == Kind::Scatterv || st.kind == Kind::Gatherv || st.kind == Kind::Reduce)
+      o << " root " << st.root;
+    if (st.kind == Kind::Send || st.kind == Kind::Recv) o << " peer " << st.root;
+    list(o, "counts", st.counts);
+    list(o, "displs", st.displs);
+  }
+  return o.str();
+}
+
+}  // namespace hier::sched

@@ -1,0 +1,79 @@
+// The schedule IR: a collective as data. A schedule is a list of steps for ONE rank; each step
+// is a local copy or a collective (or p2p) on one level communicator over ranges of named
+// buffers. Offsets and counts are in units: elements of the user's datatype for reductions
+// (so the schedule never depends on the datatype's layout), bytes for data movement.
+// Schedules are built by the builders (sched/build_*.cpp) from a topo::Shape alone, so they can
+// be printed (HIER_DEBUG=TRACE), cached and unit-tested without MPI.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hier::sched {
+
+enum class Unit : uint8_t { Elements, Bytes };
+
+// Named buffers. For byte schedules Send/Recv are the user's data as bytes (the executor stages
+// non-contiguous datatypes); Scratch is libhier's.
+enum class Buf : uint8_t { Send, Recv, Scratch };
+
+struct Ref {
+  Buf buf = Buf::Scratch;
+  int64_t off = 0;
+  bool operator==(const Ref&) const = default;
+};
+
+// Which level communicator a step runs on (topo::Levels).
+enum class On : uint8_t { None, Step, Node, Cross, Leaders };
+struct CommRef {
+  On on = On::None;
+  int level = 0;  // for On::Step
+  bool operator==(const CommRef&) const = default;
+};
+
+enum class Kind : uint8_t {
+  Copy,           // local: count units src -> dst (typed for element schedules)
+  LoadBlock,      // bytes: the user's send block `block` (alltoall) -> dst
+  StoreBlock,     // bytes: src -> the user's receive block `block`
+  ReduceScatter,  // src (sum of counts) -> dst (counts[me]); PMPI_Reduce_scatter(_block)
+  Allreduce,      // src -> dst, or in place on dst
+  Allgather,      // src (count) -> dst (count per member), or in place on dst
+  Allgatherv,     // src (counts[me]) -> dst at displs, or in place on dst
+  Bcast,          // dst, count, root
+  Scatterv,       // root: src at displs -> members (root in place on dst); others: dst
+  Gatherv,        // members' src -> root's dst at displs (root in place)
+  Reduce,         // src -> root's dst (root may be in place on dst)
+  Alltoall,       // src (count per member) -> dst (count per member)
+  Barrier,
+  Send,           // count units of src to `peer`
+  Recv,           // count units from `peer` into dst
+};
+
+struct Step {
+  Kind kind = Kind::Copy;
+  CommRef comm;
+  Ref src, dst;
+  bool in_place = false;
+  int64_t count = 0;
+  int root = 0;   // rank in `comm` (Bcast, Scatterv, Gatherv, Reduce); peer for Send/Recv
+  int block = 0;  // LoadBlock / StoreBlock: user block index (a rank of the user communicator)
+  std::vector<int64_t> counts, displs;  // per member of `comm`
+};
+
+struct Schedule {
+  std::string name;      // e.g. "allreduce/rs-ar-ag"
+  Unit unit = Unit::Elements;
+  int64_t scratch = 0;   // units of scratch the steps use
+  bool reads_recv = false;   // byte schedules: Recv holds input (bcast root, in-place)
+  bool writes_recv = false;  // byte schedules: Recv is written as bytes (bcast)
+  std::vector<Step> steps;
+};
+
+const char* to_string(Kind k);
+std::string to_string(const CommRef& c);
+std::string to_string(const Ref& r);
+// One line per step, for HIER_DEBUG=TRACE and the unit tests' failure messages.
+std::string to_string(const Schedule& s);
+
+}  // namespace hier::sched

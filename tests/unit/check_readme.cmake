@@ -1,0 +1,10 @@
+# Fails when README.md does not contain hier-info --markdown verbatim.
+execute_process(COMMAND ${HIER_INFO} --markdown OUTPUT_VARIABLE table RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "hier-info --markdown failed (${rc})")
+endif()
+file(READ ${README} readme)
+string(FIND "${readme}" "${table}" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "README.md's table of HIER_* variables is out of date: paste `hier-info --markdown` into it")
+endif()
