@@ -29,10 +29,10 @@ status=0
 summary=()
 for mpi in ${HIER_TEST_MPIS:-openmpi mpich}; do
   echo "== $mpi: configure"
-  if ! cmake --preset "$mpi" >"build-$mpi.configure.log" 2>&1; then
-    cat "build-$mpi.configure.log"; summary+=("$mpi: configure FAILED"); status=1; continue
+  mkdir -p build
+  if ! cmake --preset "$mpi" >"build/configure-$mpi.log" 2>&1; then
+    cat "build/configure-$mpi.log"; summary+=("$mpi: configure FAILED"); status=1; continue
   fi
-  rm -f "build-$mpi.configure.log"
   echo "== $mpi: build"
   if ! cmake --build --preset "$mpi" -j "$jobs"; then
     summary+=("$mpi: build FAILED"); status=1; continue

@@ -146,7 +146,7 @@ const VarSpec kVars[] = {
    "Algorithm per collective; auto lets the planner choose.",
    [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
-   "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only).",
+   "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only); validated now, no collective quantizes yet.",
    [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }},
   {"HIER_DEBUG", "WARN", "NONE, WARN, INFO or TRACE", "Log level of libhier's messages (TRACE prints schedules).", apply_debug},
   {"HIER_DEBUG_FILE", "", "a path; %h host, %p pid, %r rank, %% a percent sign",
@@ -200,11 +200,16 @@ std::optional<std::string> closest_var(const std::string& name) {
 }
 
 std::string markdown_table() {
+  // A '|' inside a cell would end it: escape them.
+  auto cell = [](std::string t) {
+    for (size_t p = 0; (p = t.find('|', p)) != std::string::npos; p += 2) t.replace(p, 1, "\\|");
+    return t;
+  };
   std::ostringstream o;
   o << "| variable | default | allowed | meaning |\n|---|---|---|---|\n";
   for (const VarSpec& v : kVars)
-    o << "| `" << v.name << "` | `" << (*v.default_value ? v.default_value : "(unset)") << "` | " << v.allowed
-      << " | " << v.doc << " |\n";
+    o << "| `" << v.name << "` | " << (*v.default_value ? "`" + std::string(v.default_value) + "`" : "(unset)") << " | "
+      << cell(v.allowed) << " | " << cell(v.doc) << " |\n";
   return o.str();
 }
 

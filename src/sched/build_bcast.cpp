@@ -1,0 +1,71 @@
+// Bcast, in bytes on the user's buffer (Recv). scatter-allgather (cartesian, large): the root
+// scatters the message over its node, each node position broadcasts its piece across nodes (all
+// links busy), every node allgathers the pieces. two-step (cartesian, small): the ranks at the
+// root's node position broadcast across nodes, then each node broadcasts from that position.
+// tree (any shape): the root's node, then the leaders, then the other nodes.
+#include "sched/build.hpp"
+
+namespace hier::sched {
+namespace {
+
+Step bcast(CommRef on, int root, int64_t off, int64_t count) {
+  Step b;
+  b.kind = Kind::Bcast;
+  b.comm = on;
+  b.root = root;
+  b.dst = {Buf::Recv, off};
+  b.count = count;
+  return b;
+}
+
+}  // namespace
+
+Schedule build_bcast(const topo::Shape& s, int rank, int64_t bytes, int root, Algorithm a) {
+  Schedule out;
+  out.unit = Unit::Bytes;
+  out.reads_recv = rank == root;
+  out.writes_recv = true;
+  const bool root_node = s.node_of[rank] == s.node_of[root];
+  if (a == Algorithm::Tree || !s.cartesian) {
+    out.name = "bcast/tree";
+    if (root_node) out.steps.push_back(bcast({On::Node, 0}, s.local_of[root], 0, bytes));
+    if (s.local_of[rank] == 0) out.steps.push_back(bcast({On::Leaders, 0}, s.node_of[root], 0, bytes));
+    if (!root_node) out.steps.push_back(bcast({On::Node, 0}, 0, 0, bytes));
+    return out;
+  }
+  const int me = s.node_position(rank), rootpos = s.node_position(root), rootnode = s.node_of[root];
+  if (a == Algorithm::TwoStep) {
+    out.name = "bcast/two-step";
+    if (me == rootpos) out.steps.push_back(bcast({On::Cross, 0}, rootnode, 0, bytes));
+    out.steps.push_back(bcast({On::Node, 0}, rootpos, 0, bytes));
+    return out;
+  }
+  out.name = "bcast/scatter-allgather";
+  int m = 1;
+  for (int j = 0; j + 1 < s.nlevels(); ++j) m *= s.dims[j];
+  const Split sp = split_even(bytes, m);
+  if (root_node) {
+    Step sc;
+    sc.kind = Kind::Scatterv;
+    sc.comm = {On::Node, 0};
+    sc.root = rootpos;
+    sc.src = {Buf::Recv, 0};
+    sc.dst = {Buf::Recv, sp.displs[me]};
+    sc.in_place = rank == root;
+    sc.counts = sp.counts;
+    sc.displs = sp.displs;
+    out.steps.push_back(sc);
+  }
+  out.steps.push_back(bcast({On::Cross, 0}, rootnode, sp.displs[me], sp.counts[me]));
+  Step ag;
+  ag.kind = Kind::Allgatherv;
+  ag.comm = {On::Node, 0};
+  ag.in_place = true;
+  ag.dst = {Buf::Recv, 0};
+  ag.counts = sp.counts;
+  ag.displs = sp.displs;
+  out.steps.push_back(ag);
+  return out;
+}
+
+}  // namespace hier::sched
