@@ -141,6 +141,8 @@ int main(int argc, char** argv) {
   pos = 0;
   MPI_Unpack(packed, sizeof packed, &pos, b, 2, vec, MPI_COMM_WORLD); SHOW("unpack", b, 20 * sizeof(int));
   MPI_Type_free(&vec);
+  char packed2[256];  /* keeps `packed` alive for the large-count test below */
+  (void)packed2;
 
   /* Communicator lifecycle. */
   MPI_Comm dup, split, created, shared;
@@ -155,6 +157,34 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(split, &srank);
   MPI_Allreduce(a, b, N, MPI_INT, MPI_SUM, split); SHOW("allreduce_split", b, sizeof a);
   printf("rank %d split_rank=%d\n", rank, srank);
+  /* Errors come back exactly as the MPI returns them (MPI_ERRORS_RETURN on this communicator).
+   * Open MPI only: Debian's MPICH is built without argument checking and crashes on these. */
+#if defined(OMPI_MAJOR_VERSION)
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  int err = MPI_Allreduce(a, b, -1, MPI_INT, MPI_SUM, dup), eclass = -1;
+  MPI_Error_class(err, &eclass);
+  printf("rank %d allreduce_negative_count error=%d class=%d\n", rank, err != MPI_SUCCESS, eclass);
+  err = MPI_Send(a, 1, MPI_INT, size + 5, 0, dup);
+  MPI_Error_class(err, &eclass);
+  printf("rank %d send_bad_rank error=%d class=%d\n", rank, err != MPI_SUCCESS, eclass);
+#endif
+
+  /* More MPI_IN_PLACE with garbage send arguments (must not be read). */
+  for (int i = 0; i < 2 * size; ++i) c[i] = (i / 2 == rank) ? a[i % 2] : -1;
+  if (rank == 0) MPI_Gather(MPI_IN_PLACE, -3, MPI_DATATYPE_NULL, c, 2, MPI_INT, 0, MPI_COMM_WORLD);
+  else MPI_Gather(a, 2, MPI_INT, NULL, 0, MPI_INT, 0, MPI_COMM_WORLD);  /* recv args unused off-root */
+  if (rank == 0) SHOW("gather_in_place", c, 2 * size * sizeof(int));
+  for (int i = 0; i < 2 * size; ++i) c[i] = rank * 10 + i;
+  MPI_Alltoall(MPI_IN_PLACE, -9, MPI_DATATYPE_NULL, c, 2, MPI_INT, MPI_COMM_WORLD);
+  SHOW("alltoall_in_place", c, 2 * size * sizeof(int));
+
+#if MPI_VERSION >= 4
+  /* MPI-4 large-count variants (MPICH). */
+  MPI_Allreduce_c(a, b, (MPI_Count)N, MPI_INT, MPI_SUM, MPI_COMM_WORLD); SHOW("allreduce_c", b, sizeof a);
+  MPI_Count cpos = 0;
+  MPI_Pack_c(a, (MPI_Count)4, MPI_INT, packed, (MPI_Count)sizeof packed, &cpos, MPI_COMM_WORLD);
+  SHOW("pack_c", packed, (size_t)cpos);
+#endif
   MPI_Comm_free(&created);
   MPI_Comm_free(&shared);
   MPI_Comm_free(&split);

@@ -58,10 +58,11 @@ def check_reports(args, pattern, np):
         if rep.get("format") != "libhier-report/1" or rep["libhier"]["built_for"] != built_for:
             fail(f"{f}: unexpected header {rep.get('format')} {rep.get('libhier')}")
         for item in filter(None, (args.expect or "").split(",")):
-            name, n = item.split("=")
+            exact = "==" in item  # MPI_X==n: exactly n calls; MPI_X=n: at least n
+            name, n = item.split("==") if exact else item.split("=")
             got = rep["functions"].get(name, {}).get("calls", 0)
-            if got < int(n):
-                fail(f"{f}: {name} seen {got} times, expected at least {n}")
+            if (exact and got != int(n)) or got < int(n):
+                fail(f"{f}: {name} seen {got} times, expected {'exactly' if exact else 'at least'} {n}")
             algos = rep["functions"].get(name, {}).get("algorithms", {})
             if int(n) and sum(a["calls"] for a in algos.values()) != got - rep["functions"][name]["errors"]:
                 fail(f"{f}: {name}: per-algorithm calls do not add up: {algos}")
@@ -69,12 +70,13 @@ def check_reports(args, pattern, np):
 
 
 def cmd_compare(args):
-    rc0, out0, err0 = run(launcher(args, "") + args.program)
+    env = dict(kv.split("=", 1) for kv in args.env)
+    rc0, out0, err0 = run(launcher(args, "") + args.program, env)
     if rc0 != 0:
         fail(f"baseline run failed (rc={rc0}):\n{out0}\n{err0}")
     with tempfile.TemporaryDirectory() as tmp:
         pattern = os.path.join(tmp, "report.%r.json")
-        rc1, out1, err1 = run(launcher(args, args.lib) + args.program, {"HIER_REPORT": pattern})
+        rc1, out1, err1 = run(launcher(args, args.lib) + args.program, {**env, "HIER_REPORT": pattern})
         if rc1 != 0:
             fail(f"run with libhier failed (rc={rc1}):\n{out1}\n{err1}")
         a, b = rank_lines(out0), rank_lines(out1)
@@ -142,7 +144,8 @@ def main():
     ap.add_argument("--mpiexec", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--np", type=int, default=2)
-    ap.add_argument("--expect", default="")
+    ap.add_argument("--expect", default="", help="MPI_X=n (at least n calls) or MPI_X==n (exactly), comma-separated")
+    ap.add_argument("--env", action="append", default=[], help="K=V for the ranks of both runs")
     argv = sys.argv[1:]
     program = []
     if "--" in argv:  # everything after -- is the program and its arguments
