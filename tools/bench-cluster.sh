@@ -1,0 +1,85 @@
+#!/bin/bash
+# Runs hier-bench on the emulated cluster for every variant, both MPIs, and writes
+# bench/RESULTS-cluster.md (tables with ratios and the link-bound floor) plus a PNG plot per
+# collective under bench/plots/. Needs root (tools/minicluster) and builds from tools/test.sh
+# or cmake --build --preset <mpi>.
+#
+#   tools/bench-cluster.sh [--nodes 2] [--ppn 4] [--link 1gbit] [--mpis "openmpi mpich"]
+#                          [--colls allreduce,allgather,reduce_scatter_block,bcast]
+#                          [--min 8] [--max 67108864] [--iters 10] [--reps 2] [--out DIR]
+#
+# Variants (same launcher options for all; only the library and its knobs differ):
+#   mpi      libhier preloaded with HIER_DISABLE=1 (pure passthrough: the MPI's own algorithms)
+#   han      Open MPI only: coll/han forced (--mca coll_han_priority 100), libhier disabled
+#   hier     libhier with its defaults (planner chooses per call; HIER_LEVELS=auto)
+# Variants alternate (mpi, han, hier, mpi, han, hier, ...) and the median over --reps is kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+command_line="tools/bench-cluster.sh $*"
+nodes=2 ppn=4 link=1gbit mpis="openmpi mpich" colls=allreduce,allgather,reduce_scatter_block,bcast
+min=8 max=$((64 << 20)) iters=10 reps=2 out=bench
+while (($#)); do
+  case $1 in
+    --nodes) nodes=$2; shift 2;; --ppn) ppn=$2; shift 2;; --link) link=$2; shift 2;;
+    --mpis) mpis=$2; shift 2;; --colls) colls=$2; shift 2;; --min) min=$2; shift 2;;
+    --max) max=$2; shift 2;; --iters) iters=$2; shift 2;; --reps) reps=$2; shift 2;;
+    --out) out=$2; shift 2;;
+    *) echo "bench-cluster.sh: unknown option $1 (see the header of this script)" >&2; exit 2;;
+  esac
+done
+[[ $(id -u) -eq 0 ]] || { echo "bench-cluster.sh: needs root (network namespaces)" >&2; exit 2; }
+for mpi in $mpis; do
+  [[ -x build/$mpi/hier-bench && -f build/$mpi/libhier.so ]] || { cmake --preset "$mpi" >/dev/null && cmake --build --preset "$mpi" >/dev/null; }
+done
+command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null || true
+
+raw=$(mktemp -d /tmp/bench-cluster.XXXXXX)
+cleanup() { tools/minicluster down >/dev/null 2>&1 || true; }
+trap cleanup EXIT INT TERM
+tools/minicluster down >/dev/null 2>&1 || true
+tools/minicluster up --nodes "$nodes" --ppn "$ppn" --link "$link"
+
+bench_args=(--colls "$colls" --min "$min" --max "$max" --iters "$iters" --warmup 2)
+run_variant() {  # mpi variant rep
+  local mpi=$1 variant=$2 rep=$3 extra=() envs=()
+  case $variant in
+    mpi) envs=(HIER_DISABLE=1);;
+    han) envs=(HIER_DISABLE=1); extra=(-X "--mca coll_han_priority 100 --mca coll_adapt_priority 0");;
+    hier) envs=();;
+  esac
+  local before after
+  before=$(tools/minicluster links --json)
+  env "${envs[@]}" tools/minicluster run --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" "${extra[@]}" -- \
+    "$root/build/$mpi/hier-bench" "${bench_args[@]}" --label "$mpi/$variant" --csv "$raw/$mpi.$variant.$rep.csv" \
+    > "$raw/$mpi.$variant.$rep.log" 2>&1 || { echo "run failed: $mpi $variant (log below)"; tail -20 "$raw/$mpi.$variant.$rep.log"; return 1; }
+  after=$(tools/minicluster links --json)
+  printf '%s\n%s\n' "$before" "$after" > "$raw/$mpi.$variant.$rep.links"
+}
+
+for mpi in $mpis; do
+  variants="mpi hier"
+  [[ $mpi == openmpi ]] && variants="mpi han hier"
+  echo "== $mpi: warm-up"
+  tools/minicluster run --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" -- "$root/build/$mpi/hier-bench" --colls allreduce --min 1024 --max 1048576 --iters 2 >/dev/null 2>&1 || true
+  for rep in $(seq 1 "$reps"); do
+    for v in $variants; do
+      echo "== $mpi: $v (rep $rep/$reps)"
+      run_variant "$mpi" "$v" "$rep"
+    done
+  done
+done
+# Focus: bytes over the links for one 16 MiB float32 Allreduce (1 warm-up + 5 timed calls).
+for mpi in $mpis; do
+  variants="mpi hier"
+  [[ $mpi == openmpi ]] && variants="mpi han hier"
+  for v in $variants; do
+    echo "== $mpi: $v, 16 MiB allreduce link bytes"
+    bench_args=(--colls allreduce --min $((16 << 20)) --max $((16 << 20)) --iters 5 --warmup 1)
+    run_variant "$mpi" "$v" focus
+  done
+done
+mkdir -p "$out"
+/usr/bin/python3 tools/bench_report.py --raw "$raw" --nodes "$nodes" --ppn "$ppn" --link "$link" \
+  --out "$out" --command "$command_line"
+echo "raw data: $raw"

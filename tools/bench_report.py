@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""Turns tools/bench-cluster.sh's raw runs into bench/RESULTS-cluster.md and PNG plots.
+
+Raw files, per MPI, variant and repetition: <mpi>.<variant>.<rep>.csv (hier-bench --csv),
+.links (two JSON documents from `minicluster links --json`: before and after the run).
+The link-bound floor is the least time the slowest level allows: the bytes each node must send
+(or receive) over its link, divided by the link rate.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import re
+import statistics
+import subprocess
+from collections import defaultdict
+
+
+def rate_bytes_per_s(link):
+    m = re.match(r"^([0-9.]+)([kmgt]?)(i?)bit$", link.lower())
+    if not m:
+        raise SystemExit(f"bench_report: cannot read link rate {link}")
+    mult = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2)]
+    if m.group(3):
+        mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2)]
+    return float(m.group(1)) * mult / 8
+
+
+def floor_bytes(coll, size, nodes, ppn):
+    """Bytes one node must move over its link (the busier direction) for one call."""
+    n = nodes
+    if n < 2:
+        return 0
+    if coll == "allreduce":
+        return 2 * (n - 1) / n * size
+    if coll == "reduce_scatter_block":
+        return (n - 1) / n * size
+    if coll == "allgather":  # size = block per rank: a node receives every other node's blocks
+        return (n - 1) * ppn * size
+    if coll == "alltoall":  # size = block per peer: a node sends one block per (local, remote) pair
+        return ppn * (n - 1) * ppn * size
+    if coll in ("bcast", "reduce"):
+        return size
+    return 0
+
+
+def read_links(path):
+    with open(path) as f:
+        text = f.read()
+    dec = json.JSONDecoder()
+    before, end = dec.raw_decode(text)
+    after, _ = dec.raw_decode(text[end:].lstrip())
+    b = {r["hostname"]: r["sent_bytes"] for r in before["nodes"]}
+    return {r["hostname"]: r["sent_bytes"] - b.get(r["hostname"], 0) for r in after["nodes"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--raw", required=True)
+    ap.add_argument("--nodes", type=int, required=True)
+    ap.add_argument("--ppn", type=int, required=True)
+    ap.add_argument("--link", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--command", required=True)
+    a = ap.parse_args()
+    rate = rate_bytes_per_s(a.link)
+
+    # times[(mpi, coll, bytes)][variant] = [median_us per rep]
+    times = defaultdict(lambda: defaultdict(list))
+    invalid = []
+    for path in sorted(glob.glob(os.path.join(a.raw, "*.csv"))):
+        mpi, variant, rep = os.path.basename(path)[:-4].split(".")
+        if rep == "focus":
+            continue
+        with open(path) as f:
+            for row in csv.DictReader(f):
+                times[(mpi, row["collective"], int(row["bytes"]))][variant].append(float(row["median_us"]))
+                if row["valid"] != "1":
+                    invalid.append(f"{mpi}/{variant} {row['collective']} {row['bytes']}")
+
+    lines = ["# Collectives on the emulated cluster", "",
+             f"{a.nodes} nodes × {a.ppn} ranks, {a.link} links (tools/minicluster), both MPIs, measured in one run.",
+             f"Command: `{a.command}`", "",
+             "Times are medians (over repetitions) of hier-bench's median per-call time (the slowest rank per call).",
+             "`mpi` = the MPI alone (libhier preloaded with HIER_DISABLE=1), `han` = Open MPI's coll/han, `hier` = libhier.",
+             "`floor` = the link-bound floor: the bytes one node must send over its link divided by the link rate.",
+             "Ratios above 1 mean libhier is faster.", ""]
+    if invalid:
+        lines += ["**Validation failures:** " + ", ".join(invalid), ""]
+    by_mpi_coll = defaultdict(list)
+    for (mpi, coll, size), v in times.items():
+        by_mpi_coll[(mpi, coll)].append((size, {k: statistics.median(x) for k, x in v.items()}))
+    os.makedirs(os.path.join(a.out, "plots"), exist_ok=True)
+    for (mpi, coll), rows in sorted(by_mpi_coll.items()):
+        rows.sort()
+        variants = [v for v in ("mpi", "han", "hier") if any(v in r[1] for r in rows)]
+        lines += [f"## {mpi}: {coll}", "",
+                  "| bytes | " + " | ".join(f"{v} µs" for v in variants) + " | floor µs | mpi/hier |"
+                  + (" han/hier |" if "han" in variants else ""),
+                  "|---:|" + "---:|" * (len(variants) + 2 + ("han" in variants))]
+        dat = os.path.join(a.out, "plots", f"{mpi}-{coll}.dat")
+        with open(dat, "w") as d:
+            for size, t in rows:
+                fl = floor_bytes(coll, size, a.nodes, a.ppn) / rate * 1e6
+                cells = [f"{t[v]:.1f}" if v in t else "-" for v in variants]
+                r1 = f"{t['mpi'] / t['hier']:.2f}" if "mpi" in t and "hier" in t else "-"
+                r2 = f" {t['han'] / t['hier']:.2f} |" if "han" in variants and "han" in t and "hier" in t else (" - |" if "han" in variants else "")
+                lines.append(f"| {size} | " + " | ".join(cells) + f" | {fl:.1f} | {r1} |" + r2)
+                d.write(f"{size} " + " ".join(f"{t.get(v, float('nan'))}" for v in variants) + f" {fl if fl > 0 else float('nan')}\n")
+        lines.append("")
+        png = os.path.join(a.out, "plots", f"{mpi}-{coll}.png")
+        cols = " , ".join(f"'{dat}' using 1:{i + 2} with linespoints title '{v}'" for i, v in enumerate(variants))
+        script = (f"set terminal pngcairo size 900,600; set output '{png}'; set logscale xy; "
+                  f"set xlabel 'bytes'; set ylabel 'time per call (us)'; set key left top; "
+                  f"set title '{mpi} {coll}, {a.nodes}x{a.ppn} ranks, {a.link}'; "
+                  f"plot {cols}, '{dat}' using 1:{len(variants) + 2} with lines dashtype 2 title 'link floor'")
+        try:
+            subprocess.run(["gnuplot", "-e", script], check=True, capture_output=True)
+            lines += [f"![{mpi} {coll}](plots/{mpi}-{coll}.png)", ""]
+        except (OSError, subprocess.CalledProcessError):
+            lines += ["(plot skipped: gnuplot not available)", ""]
+
+    # Link bytes for the 16 MiB allreduce focus runs: 6 calls (1 warm-up + 5 timed).
+    focus = sorted(glob.glob(os.path.join(a.raw, "*.focus.links")))
+    if focus:
+        size = 16 << 20
+        fl = floor_bytes("allreduce", size, a.nodes, a.ppn)
+        lines += ["## Bytes over the links: 16 MiB float32 Allreduce", "",
+                  f"Per call and per node (6 calls measured with `tc -s`, headers included); floor = {fl / 2**20:.1f} MiB per node.", "",
+                  "| MPI | variant | max MiB sent by a node per call | × floor | median µs per call | floor µs | × floor time |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        for path in focus:
+            mpi, variant = os.path.basename(path).split(".")[:2]
+            sent = read_links(path)
+            per_call = max(sent.values()) / 6
+            t = None
+            csvp = path[:-6] + ".csv"
+            if os.path.exists(csvp):
+                with open(csvp) as f:
+                    t = next(iter(csv.DictReader(f)), {}).get("median_us")
+            tf = fl / rate * 1e6
+            lines.append(f"| {mpi} | {variant} | {per_call / 2**20:.1f} | {per_call / fl:.2f} | "
+                         f"{float(t):.0f} | {tf:.0f} | {float(t) / tf:.2f} |" if t else f"| {mpi} | {variant} | {per_call / 2**20:.1f} | {per_call / fl:.2f} | - | - | - |")
+        lines.append("")
+    with open(os.path.join(a.out, "RESULTS-cluster.md"), "w") as f:
+        f.write("\n".join(lines))
+    print(f"wrote {os.path.join(a.out, 'RESULTS-cluster.md')}")
+
+
+if __name__ == "__main__":
+    main()
