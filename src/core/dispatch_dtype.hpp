@@ -4,13 +4,79 @@
 // handle, and return passthrough(fwd) for everything they cannot do exactly.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <tuple>
+
 #include "core/wrap.hpp"
+#include "dtype/cache.hpp"
+#include "dtype/pack_calls.hpp"
 
 namespace hier::core {
 
+namespace dtype_detail {
+
+// The int and MPI_Count (_c) variants share one implementation; `limit` keeps the int
+// variants from producing positions they cannot represent (those go to the MPI).
+template <class N>
+constexpr int64_t limit_of() {
+  return static_cast<int64_t>(std::numeric_limits<N>::max());
+}
+
+inline Outcome done(const std::optional<int>& rc) { return {*rc, diag::AlgoTag::Packed}; }
+
+template <class Fwd, class N>
+Outcome pack(Fwd& fwd, const void* inbuf, N incount, MPI_Datatype t, void* outbuf, N outsize, N* position,
+             MPI_Comm comm) {
+  if (!position) return passthrough(fwd);
+  int64_t pos = *position;
+  auto rc = dtype::pack_call(inbuf, incount, t, outbuf, outsize, pos, comm, limit_of<N>());
+  if (!rc) return passthrough(fwd);
+  *position = static_cast<N>(pos);
+  return done(rc);
+}
+
+template <class Fwd, class N>
+Outcome unpack(Fwd& fwd, const void* inbuf, N insize, N* position, void* outbuf, N outcount, MPI_Datatype t,
+               MPI_Comm comm) {
+  if (!position) return passthrough(fwd);
+  int64_t pos = *position;
+  auto rc = dtype::unpack_call(inbuf, insize, pos, outbuf, outcount, t, comm, limit_of<N>());
+  if (!rc) return passthrough(fwd);
+  *position = static_cast<N>(pos);
+  return done(rc);
+}
+
+template <class Fwd, class N>
+Outcome pack_size(Fwd& fwd, N incount, MPI_Datatype t, MPI_Comm comm, N* size) {
+  if (!size) return passthrough(fwd);
+  int64_t s = 0;
+  auto rc = dtype::pack_size_call(incount, t, comm, s, limit_of<N>());
+  if (!rc) return passthrough(fwd);
+  *size = static_cast<N>(s);
+  return done(rc);
+}
+
+}  // namespace dtype_detail
+
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_dtype(Fwd& fwd, Args... args) {
-  return passthrough(fwd);
+  constexpr Fn B = base_of(F);
+  if constexpr (B == Fn::Type_commit) {
+    const Outcome o = passthrough(fwd);
+    if (o.rc == MPI_SUCCESS) dtype::on_commit(*std::get<0>(std::tuple<Args...>(args...)));
+    return o;
+  } else if constexpr (B == Fn::Pack) {
+    return dtype_detail::pack(fwd, args...);
+  } else if constexpr (B == Fn::Unpack) {
+    return dtype_detail::unpack(fwd, args...);
+  } else if constexpr (B == Fn::Pack_size) {
+    return dtype_detail::pack_size(fwd, args...);
+  } else {
+    // MPI_Type_free: the attribute's delete callback releases the canonical form.
+    return passthrough(fwd);
+  }
 }
 
 }  // namespace hier::core

@@ -2,6 +2,8 @@
 // dispatched once per item to a width-specialized row loop; only the outer dims pay for the
 // generic odometer.
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include "device/backend.hpp"
 #include "device/kernels.hpp"
@@ -51,7 +53,7 @@ struct Walk {
     char* o = base + it.off;
     switch (it.kind) {
       case ItemKind::Leaf: leaf(it, o); break;
-      case ItemKind::Gather: odometer(it.cnt, it.str, it.nd, o, [&](char* q) { gather(it, q); }); break;
+      case ItemKind::Gather: gather_item(it, o); break;
       case ItemKind::Group: odometer(it.cnt, it.str, it.nd, o, [&](char* q) { seq(it.ref, q); }); break;
     }
   }
@@ -59,10 +61,12 @@ struct Walk {
   template <int W>
   void leaf_fixed(const Item& it, char* o) {
     const int64_t n = it.cnt[it.nd - 1], s = it.str[it.nd - 1];
-    odometer(it.cnt, it.str, it.nd - 1, o, [&](char* q) {
-      rows_fixed<W, kPack>(packed, q, n, s);
-      packed += n * W;
+    char* out = packed;
+    odometer(it.cnt, it.str, it.nd - 1, o, [n, s, &out](char* q) {
+      rows_fixed<W, kPack>(out, q, n, s);
+      out += n * W;
     });
+    packed = out;
   }
 
   void leaf(const Item& it, char* o) {
@@ -71,19 +75,7 @@ struct Walk {
       packed += it.width;
       return;
     }
-    switch (it.width) {
-      case 1: return leaf_fixed<1>(it, o);
-      case 2: return leaf_fixed<2>(it, o);
-      case 4: return leaf_fixed<4>(it, o);
-      case 8: return leaf_fixed<8>(it, o);
-      case 12: return leaf_fixed<12>(it, o);
-      case 16: return leaf_fixed<16>(it, o);
-      case 24: return leaf_fixed<24>(it, o);
-      case 32: return leaf_fixed<32>(it, o);
-      case 48: return leaf_fixed<48>(it, o);
-      case 64: return leaf_fixed<64>(it, o);
-      default: break;
-    }
+    if (LeafFn f = fixed_leaf(it.width)) return (this->*f)(it, o);
     const int64_t n = it.cnt[it.nd - 1], s = it.str[it.nd - 1], w = it.width;
     odometer(it.cnt, it.str, it.nd - 1, o, [&](char* q) {
       rows_var<kPack>(packed, q, n, s, w);
@@ -91,22 +83,98 @@ struct Walk {
     });
   }
 
-  void gather(const Item& it, char* o) {
+  // Widths with a specialized row loop: multiples of 4 up to 64 B, of 8 up to 256 B.
+  using LeafFn = void (Walk::*)(const Item&, char*);
+  static constexpr int64_t kMaxFixed = 256;
+  template <size_t... I>
+  static constexpr auto make_table(std::index_sequence<I...>) {
+    return std::array<LeafFn, sizeof...(I)>{fixed_entry<I>()...};
+  }
+  template <size_t I>
+  static constexpr LeafFn fixed_entry() {
+    constexpr int64_t w = static_cast<int64_t>(I);
+    if constexpr (w > 0 && ((w % 4 == 0 && w <= 64) || w % 8 == 0 || w == 1 || w == 2))
+      return &Walk::leaf_fixed<static_cast<int>(w)>;
+    else
+      return nullptr;
+  }
+  static LeafFn fixed_leaf(int64_t w) {
+    static constexpr auto table = make_table(std::make_index_sequence<kMaxFixed + 1>{});
+    return w >= 0 && w <= kMaxFixed ? table[static_cast<size_t>(w)] : nullptr;
+  }
+
+  // The kernel is chosen once per item, not once per point: a gather repeated at many points
+  // (a struct with gaps, `count` times) runs as one tight loop.
+  template <int W>
+  void gather_points(const Item& it, char* o) {
     const GatherEntry* e = p.entries + it.ref;
+    const int32_t n = it.nref;
+    char* out = packed;
+    odometer(it.cnt, it.str, it.nd, o, [e, n, &out](char* q) {
+      gather_fixed<W, kPack>(out, q, e, n);
+      out += static_cast<int64_t>(n) * W;
+    });
+    packed = out;
+  }
+
+  // A handful of equal runs at every point (a struct of 2-4 same-size fields with gaps,
+  // `count` times): the run count is a template parameter too, so the loop fully unrolls.
+  // (Offsets and the cursor live in locals: stores through char* could alias members, which
+  // would force a reload after every copy.)
+  template <int W, int N>
+  void gather_points_n(const Item& it, char* o) {
+    int64_t off[N];
+    for (int k = 0; k < N; ++k) off[k] = p.entries[it.ref + k].off;
+    char* out = packed;
+    odometer(it.cnt, it.str, it.nd, o, [&off, &out](char* q) {
+      char* d = out;
+      for (int k = 0; k < N; ++k) {
+        if constexpr (kPack) move_fixed<W>(d + k * W, q + off[k]);
+        else move_fixed<W>(q + off[k], d + k * W);
+      }
+      out = d + N * W;
+    });
+    packed = out;
+  }
+
+  template <int W>
+  bool small_gather(const Item& it, char* o) {
+    switch (it.nref) {
+      case 2: gather_points_n<W, 2>(it, o); return true;
+      case 3: gather_points_n<W, 3>(it, o); return true;
+      case 4: gather_points_n<W, 4>(it, o); return true;
+      default: return false;
+    }
+  }
+
+  void gather_item(const Item& it, char* o) {
+    const GatherEntry* e = p.entries + it.ref;
+    if (it.uniform && it.nd > 0) {
+      switch (e[0].len) {
+        case 4: if (small_gather<4>(it, o)) return; break;
+        case 8: if (small_gather<8>(it, o)) return; break;
+        case 16: if (small_gather<16>(it, o)) return; break;
+        default: break;
+      }
+    }
     if (it.uniform) {
       switch (e[0].len) {
-        case 1: gather_fixed<1, kPack>(packed, o, e, it.nref); break;
-        case 2: gather_fixed<2, kPack>(packed, o, e, it.nref); break;
-        case 4: gather_fixed<4, kPack>(packed, o, e, it.nref); break;
-        case 8: gather_fixed<8, kPack>(packed, o, e, it.nref); break;
-        case 16: gather_fixed<16, kPack>(packed, o, e, it.nref); break;
-        case 32: gather_fixed<32, kPack>(packed, o, e, it.nref); break;
-        default: gather_var<kPack>(packed, o, e, it.nref); break;
+        case 1: return gather_points<1>(it, o);
+        case 2: return gather_points<2>(it, o);
+        case 4: return gather_points<4>(it, o);
+        case 8: return gather_points<8>(it, o);
+        case 12: return gather_points<12>(it, o);
+        case 16: return gather_points<16>(it, o);
+        case 24: return gather_points<24>(it, o);
+        case 32: return gather_points<32>(it, o);
+        case 64: return gather_points<64>(it, o);
+        default: break;
       }
-    } else {
-      gather_var<kPack>(packed, o, e, it.nref);
     }
-    packed += it.width;
+    odometer(it.cnt, it.str, it.nd, o, [&](char* q) {
+      gather_var<kPack>(packed, q, e, it.nref);
+      packed += it.width;
+    });
   }
 
   // count elements: a single-item root becomes one item with the element count as its

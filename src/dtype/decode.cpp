@@ -85,6 +85,14 @@ std::optional<Seq> named(MPI_Datatype t, std::string& why) {
   PMPI_Type_size_x(t, &size);
   PMPI_Type_get_true_extent_x(t, &tlb, &text);
   if (size == 0) return Seq{};
+#if defined(MPICH_VERSION)
+  // MPICH copies long doubles as x87 values: 10 of the 16 bytes; its packed bytes are not a
+  // copy of memory, so only MPICH itself can produce them.
+  if (t == MPI_LONG_DOUBLE || t == MPI_LONG_DOUBLE_INT || t == MPI_C_LONG_DOUBLE_COMPLEX) {
+    why = "long double (MPICH packs its 10 significant bytes)";
+    return std::nullopt;
+  }
+#endif
   if (tlb == 0 && text == size) return Seq{Node::leaf(0, size)};
   // The value-index pair types of MINLOC/MAXLOC have a gap between their two members.
   const PairLayout pairs[] = {pair<float>(MPI_FLOAT_INT), pair<double>(MPI_DOUBLE_INT), pair<long>(MPI_LONG_INT),
@@ -124,6 +132,7 @@ Seq indexed(const Seq& sub, int64_t ext, const std::vector<int64_t>& bl, const s
 struct Decoder {
   std::string& why;
   size_t nodes = 0;
+  bool empty_parts = false;
 
   bool budget(const Seq& s) {
     nodes += seq_nodes(s);
@@ -154,6 +163,7 @@ struct Decoder {
         r = sub(0);
         break;
       case MPI_COMBINER_CONTIGUOUS: {
+        if (I[0] == 0) empty_parts = true;
         auto s = sub(0);
         if (s) r = repeat(std::move(*s), I[0], extent_of(c.types[0]));
         break;
@@ -162,8 +172,17 @@ struct Decoder {
       case MPI_COMBINER_HVECTOR: {
         auto s = sub(0);
         if (!s) break;
+        if (I[0] == 0 || I[1] == 0) empty_parts = true;
         const int64_t ext = extent_of(c.types[0]);
         const int64_t stride = e.combiner == MPI_COMBINER_VECTOR ? I[2] * ext : A[0];
+#if defined(OMPI_MAJOR_VERSION)
+        // Open MPI 4.1 reads a byte stride of exactly -1 as "the natural extent" (its internal
+        // marker): its typemap is not the standard's, so only Open MPI can pack it.
+        if (stride == -1 && I[0] > 1) {
+          why = "the MPI's true extent disagrees with the typemap";
+          return std::nullopt;
+        }
+#endif
         r = repeat(repeat(std::move(*s), I[1], ext), I[0], stride);
         break;
       }
@@ -180,6 +199,7 @@ struct Decoder {
         std::vector<int64_t> bl(n), disp(n);
         for (size_t i = 0; i < n; ++i) {
           bl[i] = block ? I[1] : I[1 + i];
+          if (bl[i] == 0) empty_parts = true;
           if (bytes) disp[i] = A[i];
           else disp[i] = (block ? I[2 + i] : I[1 + n + i]) * ext;
         }
@@ -191,7 +211,10 @@ struct Decoder {
         Seq out;
         bool ok = true;
         for (size_t i = 0; i < n && ok; ++i) {
-          if (I[1 + i] == 0) continue;
+          if (I[1 + i] == 0) {
+            empty_parts = true;
+            continue;
+          }
           auto s = sub(i);
           if (!s) { ok = false; break; }
           append(out, shift(repeat(std::move(*s), I[1 + i], extent_of(c.types[i])), A[i]));
@@ -209,6 +232,7 @@ struct Decoder {
         return std::nullopt;
     }
     if (r && !budget(*r)) return std::nullopt;
+    if (r && r->empty()) empty_parts = true;
     return r;
   }
 
@@ -292,10 +316,11 @@ struct Decoder {
 
 bool is_named(MPI_Datatype t) { return envelope(t).combiner == MPI_COMBINER_NAMED; }
 
-std::optional<Seq> decode(MPI_Datatype t, std::string& why) {
+std::optional<Seq> decode(MPI_Datatype t, std::string& why, bool* empty_parts) {
   Decoder d{why};
   auto r = d.run(t, 0);
   if (r) simplify(*r);
+  if (empty_parts) *empty_parts = d.empty_parts;
   return r;
 }
 

@@ -96,43 +96,55 @@ Schedule rs_ar_ag(const topo::Shape& s, int rank, int64_t n, bool in_place, bool
   return out;
 }
 
+// Leaders hold the node's partial P (in place: scratch, since no PMPI_Reduce step runs in place:
+// see build_reduce.cpp), combine it across nodes into Recv, and bcast it in their node.
 Schedule tree(const topo::Shape& s, int rank, int64_t n, bool in_place, bool ordered) {
   Schedule out;
   out.name = "allreduce/tree";
   const bool leader = s.local_of[rank] == 0;
+  const Ref recv{Buf::Recv, 0}, A{Buf::Scratch, 0};
+  const Ref P = in_place ? A : recv;
   Step red;
   red.kind = Kind::Reduce;
   red.comm = {On::Node, 0};
-  red.root = 0;
+  red.src = in_place ? recv : Ref{Buf::Send, 0};
+  red.dst = P;
   red.count = n;
-  red.src = in_place ? Ref{Buf::Recv, 0} : Ref{Buf::Send, 0};
-  red.dst = {Buf::Recv, 0};
-  red.in_place = leader && in_place;
   out.steps.push_back(red);
   if (leader) {
-    // ordered: reduce to the first leader and bcast, so one rank computes every element.
-    Step ar;
-    ar.kind = ordered ? Kind::Reduce : Kind::Allreduce;
-    ar.comm = {On::Leaders, 0};
-    ar.in_place = ordered ? s.node_of[rank] == 0 : true;
-    ar.src = {Buf::Recv, 0};
-    ar.dst = {Buf::Recv, 0};
-    ar.count = n;
-    out.steps.push_back(ar);
-    if (ordered) {
-      Step bc;
-      bc.kind = Kind::Bcast;
-      bc.comm = {On::Leaders, 0};
-      bc.dst = {Buf::Recv, 0};
-      bc.count = n;
-      out.steps.push_back(bc);
+    out.scratch = n;
+    Step x;
+    x.comm = {On::Leaders, 0};
+    x.count = n;
+    if (!ordered) {
+      x.kind = Kind::Allreduce;
+      x.in_place = P == recv;
+      x.src = P;
+      x.dst = recv;
+      out.steps.push_back(x);
+    } else {
+      // Reduce to the first leader and bcast: one rank computes every element.
+      const Ref Q = P == recv ? A : recv;
+      x.kind = Kind::Reduce;
+      x.src = P;
+      x.dst = Q;
+      out.steps.push_back(x);
+      x.kind = Kind::Bcast;
+      x.dst = Q;
+      out.steps.push_back(x);
+      if (Q == A) {
+        x.kind = Kind::Copy;
+        x.comm = {};
+        x.src = A;
+        x.dst = recv;
+        out.steps.push_back(x);
+      }
     }
   }
   Step bc;
   bc.kind = Kind::Bcast;
   bc.comm = {On::Node, 0};
-  bc.root = 0;
-  bc.dst = {Buf::Recv, 0};
+  bc.dst = recv;
   bc.count = n;
   out.steps.push_back(bc);
   return out;

@@ -59,6 +59,9 @@ std::string to_string(const Schedule& s) {
       case Kind::Barrier: break;
       case Kind::LoadBlock: o << " block " << st.block << " -> " << to_string(st.dst); break;
       case Kind::StoreBlock: o << ' ' << to_string(st.src) << " -> block " << st.block; break;
+      case Kind::Bcast:
+      case Kind::Recv: o << ' ' << to_string(st.dst); break;
+      case Kind::Send: o << ' ' << to_string(st.src); break;
       default:
         if (st.in_place) o << " in place";
         else o << ' ' << to_string(st.src);

@@ -68,16 +68,27 @@ GroupTable auto_table(const Detected& d, int size) {
 
 }  // namespace
 
-GroupTable discover(MPI_Comm comm, const config::Config& cfg) {
+GroupTable discover(MPI_Comm comm, const config::Config& cfg, bool physical) {
   int rank = 0, size = 1;
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
+  auto with_physical = [&](GroupTable t, const Detected& d) {
+    if (const std::vector<int>* node = physical ? ids_of(d, "node") : nullptr) t.physical = *node;
+    return t;
+  };
 
-  if (cfg.levels_auto) return auto_table(detect(comm, rank, size, {"gpu", "package", "numa", "node"}), size);
+  if (cfg.levels_auto) {
+    const Detected d = detect(comm, rank, size, {"gpu", "package", "numa", "node"});
+    return with_physical(auto_table(d, size), d);
+  }
 
   std::vector<std::string> unsized;
-  for (const config::Level& l : cfg.levels)
+  bool has_node = false;
+  for (const config::Level& l : cfg.levels) {
     if (l.size == 0) unsized.push_back(l.name);
+    has_node |= l.size == 0 && l.name == "node";
+  }
+  if (physical && !has_node) unsized.push_back("node");  // detected, not a level
   const Detected d = detect(comm, rank, size, unsized);
   std::vector<LevelSpec> specs;
   for (const config::Level& l : cfg.levels) {
@@ -92,7 +103,7 @@ GroupTable discover(MPI_Comm comm, const config::Config& cfg) {
                   l.name.c_str());
     }
   }
-  return make_table(size, specs);
+  return with_physical(make_table(size, specs), d);
 }
 
 }  // namespace hier::topo

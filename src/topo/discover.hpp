@@ -13,6 +13,8 @@ namespace hier::topo {
 // Levels without a size are detected: "node" is MPI_COMM_TYPE_SHARED, any other name asks
 // hwloc (topo/hwloc_domains.hpp) and is dropped, with a warning, where it finds nothing.
 // HIER_LEVELS=auto means "node" plus whatever hwloc finds inside it.
-GroupTable discover(MPI_Comm comm, const config::Config& cfg);
+// `physical`: also record every rank's shared-memory domain (GroupTable::physical), which the
+// planner's auto mode uses to tell real nodes from node:N fakes on one machine.
+GroupTable discover(MPI_Comm comm, const config::Config& cfg, bool physical);
 
 }  // namespace hier::topo

@@ -14,45 +14,74 @@ Levels::~Levels() {
     if (c != MPI_COMM_NULL) PMPI_Comm_free(&c);
 }
 
+namespace {
+
+// The planner's auto mode needs to know whether the levels cross physical nodes.
+bool wants_physical(const config::Config& cfg) {
+  for (config::Algo a : cfg.algo)
+    if (a == config::Algo::Auto) return true;
+  return false;
+}
+
+// Discovery sends data (ids) only for levels without a size (and the physical nodes when the
+// planner wants them); sized levels alone are pure arithmetic.
+bool needs_discovery(const config::Config& cfg) {
+  if (cfg.levels_auto || wants_physical(cfg)) return true;
+  for (const config::Level& l : cfg.levels)
+    if (l.size == 0) return true;
+  return false;
+}
+
+// Tags of PMPI_Comm_create_group, one per kind of level communicator.
+constexpr int kTagStep = 0x4869, kTagNode = 0x4869 + 64, kTagLeaders = 0x4869 + 65;
+
+}  // namespace
+
 std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg) {
-  MPI_Comm dup = MPI_COMM_NULL;
-  if (PMPI_Comm_dup(user, &dup) != MPI_SUCCESS) return nullptr;
+  // Discovery traffic runs on a duplicate. The level communicators need no traffic of libhier's:
+  // every rank knows every group from the shape, so each is made with PMPI_Comm_create_group,
+  // collective over its own members only (no allgather of colours as in a split; the cheapest
+  // constructor, which matters to programs that create many communicators).
+  MPI_Comm dup = user;
+  if (needs_discovery(cfg) && PMPI_Comm_dup(user, &dup) != MPI_SUCCESS) return nullptr;
+  auto release = [&] {
+    if (dup != user) PMPI_Comm_free(&dup);
+  };
   auto lv = std::make_unique<Levels>();
-  PMPI_Comm_rank(dup, &lv->rank);
-  PMPI_Comm_size(dup, &lv->size);
-  lv->shape = analyze(discover(dup, cfg));
+  PMPI_Comm_rank(user, &lv->rank);
+  PMPI_Comm_size(user, &lv->size);
+  lv->shape = analyze(discover(dup, cfg, wants_physical(cfg)));
+  release();
   const Shape& s = lv->shape;
-  if (!s.hierarchical()) {
-    PMPI_Comm_free(&dup);
-    return nullptr;
-  }
-  auto split = [&](int color, int key) {
+  if (!s.hierarchical()) return nullptr;
+
+  MPI_Group all = MPI_GROUP_NULL;
+  PMPI_Comm_group(user, &all);
+  // Every rank creates its communicators in the same order (steps, node, leaders), so the
+  // creations, each collective over its members, can never wait on each other in a cycle.
+  auto create = [&](const std::vector<int>& members, int tag) {
     MPI_Comm c = MPI_COMM_NULL;
-    PMPI_Comm_split(dup, color, key, &c);
+    if (members.empty()) return c;
+    MPI_Group g = MPI_GROUP_NULL;
+    PMPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &g);
+    PMPI_Comm_create_group(user, g, tag, &c);
+    PMPI_Group_free(&g);
     if (c != MPI_COMM_NULL) lv->owned_.push_back(c);
     return c;
   };
   const int r = lv->rank;
   if (s.cartesian) {
     const int n = s.nlevels();
-    for (int j = 0; j < n; ++j) {
-      // Colour: my position with coordinate j set to zero (the same for all who differ only in j).
-      int color = 0;
-      for (int i = 0; i < n; ++i) color = color * s.dims[i] + (i == j ? 0 : s.coord(r, i));
-      lv->step.push_back(split(color, s.coord(r, j)));
-    }
+    for (int j = 0; j < n; ++j) lv->step.push_back(create(s.members(r, Shape::Comm::Step, j), kTagStep + j));
     lv->cross = lv->step[n - 1];
-    lv->node = n == 2 ? lv->step[0] : split(s.coord(r, n - 1), s.node_position(r));
+    lv->node = n == 2 ? lv->step[0] : create(s.members(r, Shape::Comm::Node), kTagNode);
     // Leaders (node position 0) are exactly the cross communicator of position 0.
-    lv->leaders = s.node_position(r) == 0 ? lv->cross : MPI_COMM_NULL;
+    lv->leaders = s.local_of[r] == 0 ? lv->cross : MPI_COMM_NULL;
   } else {
-    lv->node = split(s.node_of[r], s.local_of[r]);
-    MPI_Comm leaders = MPI_COMM_NULL;
-    PMPI_Comm_split(dup, s.local_of[r] == 0 ? 0 : MPI_UNDEFINED, s.node_of[r], &leaders);
-    if (leaders != MPI_COMM_NULL) lv->owned_.push_back(leaders);
-    lv->leaders = leaders;
+    lv->node = create(s.members(r, Shape::Comm::Node), kTagNode);
+    lv->leaders = create(s.members(r, Shape::Comm::Leaders), kTagLeaders);
   }
-  PMPI_Comm_free(&dup);
+  PMPI_Group_free(&all);
   return lv;
 }
 

@@ -31,6 +31,7 @@ struct Levels {
   Levels& operator=(const Levels&) = delete;
   ~Levels();
 
+  long owned_count() const { return static_cast<long>(owned_.size()); }
   int my_node() const { return shape.node_of[rank]; }
   int my_local() const { return shape.local_of[rank]; }
 

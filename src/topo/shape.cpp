@@ -1,5 +1,6 @@
 #include "topo/shape.hpp"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -43,6 +44,10 @@ int Shape::node_position(int rank) const {
 Shape analyze(const GroupTable& t) {
   Shape s;
   s.size = t.nranks;
+  if (!t.physical.empty()) {
+    s.one_machine = true;
+    for (int v : t.physical) s.one_machine &= v == t.physical.front();
+  }
   const int L = static_cast<int>(t.names.size());
   if (t.nranks <= 0) return s;
   std::vector<Level> all;
@@ -64,6 +69,8 @@ Shape analyze(const GroupTable& t) {
       kept.push_back(&all[j]);
       s.names.push_back(t.names[j]);
       inner_count = n;
+    } else if (n > 1 && n == inner_count && !kept.empty()) {
+      s.names.back() = t.names[j];  // the same groups: the outer (broader) name describes them
     }
   }
   if (kept.empty()) return s;
@@ -115,7 +122,38 @@ Shape analyze(const GroupTable& t) {
     s.position_of[r] = pos;
     s.rank_at[pos] = r;
   }
+  // The node communicator orders a cartesian node by position (c_0 most significant).
+  for (int r = 0; r < t.nranks; ++r) s.local_of[r] = s.node_position(r);
   return s;
+}
+
+std::vector<int> Shape::members(int rank, Comm which, int level) const {
+  std::vector<std::pair<int, int>> keyed;  // (rank in the level communicator, rank)
+  if (which == Comm::Leaders && local_of[rank] != 0) return {};
+  if ((which == Comm::Step || which == Comm::Cross) && !cartesian) return {};
+  for (int r = 0; r < size; ++r) {
+    switch (which) {
+      case Comm::Step: {
+        bool same = true;
+        for (int j = 0; j < nlevels() && same; ++j) same = j == level || coord(r, j) == coord(rank, j);
+        if (same) keyed.push_back({coord(r, level), r});
+        break;
+      }
+      case Comm::Node:
+        if (node_of[r] == node_of[rank]) keyed.push_back({local_of[r], r});
+        break;
+      case Comm::Cross:
+        if (local_of[r] == local_of[rank]) keyed.push_back({node_of[r], r});
+        break;
+      case Comm::Leaders:
+        if (local_of[r] == 0) keyed.push_back({node_of[r], r});
+        break;
+    }
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> m;
+  for (const auto& k : keyed) m.push_back(k.second);
+  return m;
 }
 
 std::string Shape::describe() const {
@@ -130,6 +168,7 @@ std::string Shape::describe() const {
     for (int i = 0; i < nnodes; ++i) o << (i ? "," : "") << node_sizes[i];
     o << " (uneven: two-level tree only)";
   }
+  if (one_machine) o << " on one machine";
   return o.str();
 }
 

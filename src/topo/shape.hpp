@@ -14,6 +14,8 @@ struct GroupTable {
   int nranks = 0;
   std::vector<std::string> names;  // level names, innermost first (world is implicit)
   std::vector<int> ids;            // ids[rank * names.size() + level]
+  // Per rank, its shared-memory domain (physical node) where discovery looked; empty if not.
+  std::vector<int> physical;
   int at(int rank, int level) const { return ids[static_cast<size_t>(rank) * names.size() + level]; }
 };
 
@@ -27,7 +29,7 @@ struct Shape {
   // Two-level view (any nesting, even uneven): the outermost listed level is the "node".
   int nnodes = 0;
   std::vector<int> node_of;     // rank -> node index (nodes ordered by lowest rank)
-  std::vector<int> local_of;    // rank -> index inside its node (by rank)
+  std::vector<int> local_of;    // rank -> rank in its node communicator (by rank; cartesian: by position)
   std::vector<int> node_sizes;  // node index -> ranks
   std::vector<int> node_first;  // node index -> lowest rank (its leader)
 
@@ -38,13 +40,22 @@ struct Shape {
   std::vector<int> rank_at;      // hierarchical position -> rank (position: c_0 most significant)
   std::vector<int> position_of;  // rank -> hierarchical position
   bool consecutive = false;      // every node holds consecutive ranks
+  // Every rank shares memory with every other (node:N fakes on one machine): the levels cross
+  // nothing slower than shared memory. Known only where discovery looked (GroupTable::physical).
+  bool one_machine = false;
 
   int nlevels() const { return static_cast<int>(dims.size()); }  // k+1 (cartesian only)
   int coord(int rank, int j) const { return coords[static_cast<size_t>(rank) * dims.size() + j]; }
   // Position of a rank inside its node, c_0 most significant (cartesian only).
   int node_position(int rank) const;
-  // E.g. "gpu:2 x node:2 x world:2 (cartesian, consecutive)" or "node:3,3,1 (uneven)".
+  // E.g. "gpu:2 x node:2 x world:2 (cartesian, consecutive)" or "node sizes 3,3,1 (uneven...)".
   std::string describe() const;
+
+  // The members of a level communicator of `rank`, in their communicator's rank order; empty
+  // where `rank` is not a member. The one definition of the level communicators: topo builds
+  // them from it and the schedule simulator of the tests uses it.
+  enum class Comm { Step, Node, Cross, Leaders };
+  std::vector<int> members(int rank, Comm which, int level = 0) const;
 };
 
 // Reduces the table to the levels that matter (drops levels that split nothing or repeat the

@@ -1,0 +1,131 @@
+#include "dtype/p2p.hpp"
+
+#include <climits>
+
+#include "dtype/cache.hpp"
+#include "dtype/engine.hpp"
+#include "dtype/planner.hpp"
+#include "dtype/requests.hpp"
+#include "dtype/staging.hpp"
+
+namespace hier::dtype {
+namespace {
+
+// The canonical form when this side of a transfer should be packed by libhier, else null.
+CanonRef eligible(MPI_Datatype t, int64_t count, bool sending) {
+  if (count <= 0 || count > INT_MAX) return {};
+  CanonRef c = lookup(t);
+  if (!c || !c->ok || c->size == 0) return {};
+  if (c->dense && (count == 1 || c->contiguous)) return {};  // already contiguous bytes
+  if (packed_bytes(count, c->size, INT_MAX) < 0) return {};
+  if (!(sending ? plan_pack_send(*c, count) : plan_pack_recv(*c, count))) return {};
+  return c;
+}
+
+// Unpacks what a staged receive got: all of it, or when truncated what the MPI itself would
+// have left in a derived-type buffer (see truncated_data_lands).
+void land(const Canon& c, const Staging& s, int64_t count, void* buf, const MPI_Status& st, int rc) {
+  if (rc != MPI_SUCCESS) {
+    int eclass = MPI_SUCCESS;
+    PMPI_Error_class(rc, &eclass);
+    if (eclass != MPI_ERR_TRUNCATE || !truncated_data_lands()) return;
+  }
+  MPI_Count bytes = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  if (bytes > 0 && bytes != MPI_UNDEFINED) unpack_prefix(c, s.p, bytes, count, buf);
+}
+
+struct Packed {
+  CanonRef c;
+  Staging s;
+  int bytes = 0;
+  explicit operator bool() const { return s.p != nullptr; }
+};
+
+Packed stage_for(CanonRef c, int64_t count) {
+  Packed p;
+  if (!c) return p;
+  p.bytes = static_cast<int>(count * c->size);
+  p.s = stage_acquire(static_cast<size_t>(p.bytes));
+  p.c = std::move(c);
+  return p;
+}
+
+}  // namespace
+
+std::optional<int> send(const void* buf, int64_t count, MPI_Datatype t, int dest, int tag, MPI_Comm comm) {
+  progress_detached();
+  if (dest == MPI_PROC_NULL) return std::nullopt;
+  Packed p = stage_for(eligible(t, count, true), count);
+  if (!p) return std::nullopt;
+  pack(*p.c, buf, count, p.s.p);
+  const int rc = PMPI_Send(p.s.p, p.bytes, MPI_BYTE, dest, tag, comm);
+  stage_release(p.s);
+  return rc;
+}
+
+std::optional<int> isend(const void* buf, int64_t count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+                         MPI_Request* req) {
+  progress_detached();
+  if (dest == MPI_PROC_NULL) return std::nullopt;
+  Packed p = stage_for(eligible(t, count, true), count);
+  if (!p) return std::nullopt;
+  pack(*p.c, buf, count, p.s.p);
+  const int rc = PMPI_Isend(p.s.p, p.bytes, MPI_BYTE, dest, tag, comm, req);
+  if (rc == MPI_SUCCESS) own_send(*req, p.s);
+  else stage_release(p.s);
+  return rc;
+}
+
+std::optional<int> recv(void* buf, int64_t count, MPI_Datatype t, int source, int tag, MPI_Comm comm,
+                        MPI_Status* status) {
+  progress_detached();
+  if (source == MPI_PROC_NULL) return std::nullopt;
+  Packed p = stage_for(eligible(t, count, false), count);
+  if (!p) return std::nullopt;
+  // The user's status goes to the MPI as is: exactly the fields the MPI sets are set.
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  const int rc = PMPI_Recv(p.s.p, p.bytes, MPI_BYTE, source, tag, comm, st);
+  land(*p.c, p.s, count, buf, *st, rc);
+  stage_release(p.s);
+  return rc;
+}
+
+std::optional<int> irecv(void* buf, int64_t count, MPI_Datatype t, int source, int tag, MPI_Comm comm,
+                         MPI_Request* req) {
+  progress_detached();
+  if (source == MPI_PROC_NULL) return std::nullopt;
+  Packed p = stage_for(eligible(t, count, false), count);
+  if (!p) return std::nullopt;
+  const int rc = PMPI_Irecv(p.s.p, p.bytes, MPI_BYTE, source, tag, comm, req);
+  if (rc == MPI_SUCCESS) own_recv(*req, p.s, std::move(p.c), buf, count);
+  else stage_release(p.s);
+  return rc;
+}
+
+std::optional<int> sendrecv(const void* sbuf, int64_t scount, MPI_Datatype stype, int dest, int stag, void* rbuf,
+                            int64_t rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                            MPI_Status* status) {
+  progress_detached();
+  if (scount > INT_MAX || rcount > INT_MAX) return std::nullopt;
+  Packed ps = stage_for(dest == MPI_PROC_NULL ? CanonRef{} : eligible(stype, scount, true), scount);
+  Packed pr = stage_for(source == MPI_PROC_NULL ? CanonRef{} : eligible(rtype, rcount, false), rcount);
+  if (!ps && !pr) {
+    stage_release(ps.s);
+    stage_release(pr.s);
+    return std::nullopt;
+  }
+  if (ps) pack(*ps.c, sbuf, scount, ps.s.p);
+  MPI_Status local;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &local : status;
+  const int rc = PMPI_Sendrecv(ps ? ps.s.p : sbuf, ps ? ps.bytes : static_cast<int>(scount), ps ? MPI_BYTE : stype,
+                               dest, stag, pr ? pr.s.p : rbuf, pr ? pr.bytes : static_cast<int>(rcount),
+                               pr ? MPI_BYTE : rtype, source, rtag, comm, st);
+  if (pr) land(*pr.c, pr.s, rcount, rbuf, *st, rc);
+  stage_release(ps.s);
+  stage_release(pr.s);
+  return rc;
+}
+
+}  // namespace hier::dtype

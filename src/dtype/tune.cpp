@@ -1,0 +1,124 @@
+#include "dtype/tune.hpp"
+
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "config/config.hpp"
+#include "diag/log.hpp"
+
+namespace hier::dtype {
+namespace {
+
+using json = nlohmann::json;
+
+void read_line(const json& j, const char* key, CostLine& c) {
+  if (!j.contains(key)) return;
+  const json& l = j.at(key);
+  c.overhead_ns = l.value("overhead_ns", c.overhead_ns);
+  c.ns_per_byte = l.value("ns_per_byte", c.ns_per_byte);
+  c.ns_per_block = l.value("ns_per_block", c.ns_per_block);
+}
+
+json line_json(const CostLine& c) {
+  return {{"overhead_ns", c.overhead_ns}, {"ns_per_byte", c.ns_per_byte}, {"ns_per_block", c.ns_per_block}};
+}
+
+}  // namespace
+
+TuneModel builtin_model() {
+  // `mpiexec -n 2 hier-tune` on the 2-core reference VM, rounded (bench/RESULTS.md, "Datatype
+  // engine"; the VM was loaded, so treat them as orders of magnitude and re-tune real nodes).
+  TuneModel m;
+#if defined(OMPI_MAJOR_VERSION)
+  m.engine_pack = {0, 0.026, 0.22};
+  m.engine_unpack = {0, 0.026, 0.26};
+  m.mpi_pack = {0, 0.025, 2.1};
+  m.mpi_unpack = {0, 0.025, 2.2};
+  m.mpi_p2p = {0, 1.53, 3.6};
+  m.contig_p2p = {396, 0.135, 0};
+#else
+  m.engine_pack = {0, 0.024, 0.22};
+  m.engine_unpack = {0, 0.027, 0.20};
+  m.mpi_pack = {0, 0.36, 1.05};
+  m.mpi_unpack = {1086, 0.33, 0.13};
+  m.mpi_p2p = {0, 2.92, 93.6};
+  m.contig_p2p = {0, 1.46, 0};
+#endif
+  return m;
+}
+
+bool parse_tune(const std::string& text, TuneModel& m, std::string& err) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    err = "not a JSON object";
+    return false;
+  }
+  if (j.value("format", std::string()) != "libhier-tune/1") {
+    err = "format is not \"libhier-tune/1\"";
+    return false;
+  }
+  try {
+    const json& p = j.contains("p2p") ? j.at("p2p") : j;
+    const std::string pol = p.value("policy", std::string("auto"));
+    if (pol == "auto") m.policy = TuneModel::Policy::Auto;
+    else if (pol == "always") m.policy = TuneModel::Policy::Always;
+    else if (pol == "never") m.policy = TuneModel::Policy::Never;
+    else {
+      err = "policy '" + pol + "' (allowed: auto, always, never)";
+      return false;
+    }
+    read_line(p, "engine_pack", m.engine_pack);
+    read_line(p, "engine_unpack", m.engine_unpack);
+    read_line(p, "mpi_pack", m.mpi_pack);
+    read_line(p, "mpi_unpack", m.mpi_unpack);
+    read_line(p, "mpi_p2p", m.mpi_p2p);
+    read_line(p, "contig_p2p", m.contig_p2p);
+    m.min_bytes = p.value("min_bytes", m.min_bytes);
+  } catch (const json::exception& e) {
+    err = e.what();
+    return false;
+  }
+  return true;
+}
+
+std::string tune_to_json(const TuneModel& m, const std::string& mpi_library, const std::string& host) {
+  const char* pol = m.policy == TuneModel::Policy::Always ? "always" : m.policy == TuneModel::Policy::Never ? "never" : "auto";
+  json p = {{"policy", pol},
+            {"engine_pack", line_json(m.engine_pack)},
+            {"engine_unpack", line_json(m.engine_unpack)},
+            {"mpi_pack", line_json(m.mpi_pack)},
+            {"mpi_unpack", line_json(m.mpi_unpack)},
+            {"mpi_p2p", line_json(m.mpi_p2p)},
+            {"contig_p2p", line_json(m.contig_p2p)},
+            {"min_bytes", m.min_bytes}};
+  json j = {{"format", "libhier-tune/1"}, {"mpi_library", mpi_library}, {"host", host}, {"p2p", p}};
+  return j.dump(2) + "\n";
+}
+
+const TuneModel& tune_model() {
+  static TuneModel model;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    model = builtin_model();
+    const std::string& path = config::get().tune_file;
+    if (path.empty()) return;
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    TuneModel m = builtin_model();
+    std::string err;
+    if (!in) err = "cannot read the file";
+    if (err.empty() && parse_tune(ss.str(), m, err)) {
+      m.source = path;
+      model = m;
+      HIER_INFO("dtype", "performance model from HIER_TUNE_FILE=%s", path.c_str());
+    } else {
+      HIER_WARN("dtype", "HIER_TUNE_FILE=%s: %s; using the built-in model", path.c_str(), err.c_str());
+    }
+  });
+  return model;
+}
+
+}  // namespace hier::dtype

@@ -1,0 +1,38 @@
+// The performance model behind the datatype planner: linear costs of packing with the engine
+// and with the MPI's own datatype engine, and of a message end to end with the derived type
+// vs as contiguous bytes; measured by tools/hier-tune and read from HIER_TUNE_FILE (JSON), or
+// built-in defaults measured on the 2-core reference VM for this MPI.
+#pragma once
+
+#include <string>
+
+namespace hier::dtype {
+
+// Time of moving `bytes` bytes in `blocks` contiguous runs: a + b * bytes + c * blocks.
+struct CostLine {
+  double overhead_ns = 0, ns_per_byte = 0, ns_per_block = 0;
+  double at(double bytes, double blocks) const { return overhead_ns + ns_per_byte * bytes + ns_per_block * blocks; }
+};
+
+struct TuneModel {
+  enum class Policy { Auto, Always, Never };
+  Policy policy = Policy::Auto;  // always/never: tests and experiments
+  // MPI_Pack / MPI_Unpack: libhier's host engine vs the MPI's own (PMPI_Pack / PMPI_Unpack).
+  CostLine engine_pack, engine_unpack;
+  CostLine mpi_pack, mpi_unpack;
+  // Point-to-point, one message end to end (send to receive completion): the derived type
+  // handled by the MPI on both sides, and contiguous bytes (what libhier sends once packed).
+  CostLine mpi_p2p, contig_p2p;
+  int64_t min_bytes = 0;  // below this, never pack ourselves (latency-bound messages)
+  std::string source = "built-in";
+};
+
+// The process's model: HIER_TUNE_FILE if set and valid (else one warning), or the built-ins.
+const TuneModel& tune_model();
+TuneModel builtin_model();
+
+// JSON <-> model (format "libhier-tune/1"); parse returns false with `err` on invalid input.
+bool parse_tune(const std::string& json_text, TuneModel& m, std::string& err);
+std::string tune_to_json(const TuneModel& m, const std::string& mpi_library, const std::string& host);
+
+}  // namespace hier::dtype

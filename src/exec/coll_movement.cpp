@@ -1,0 +1,185 @@
+// Allgather, Allgatherv, Bcast, Alltoall, Barrier: byte schedules. The schedules move bytes;
+// the user's datatypes only matter where data enters and leaves (dense types are used in place,
+// others are packed/unpacked with PMPI_Pack/Unpack). Decisions use byte counts only, which the
+// MPI standard makes equal on every rank, never a rank's own datatype.
+#include <climits>
+#include <numeric>
+#include <vector>
+
+#include "exec/entry.hpp"
+#include "exec/executor.hpp"
+#include "exec/prepare.hpp"
+#include "sched/build.hpp"
+
+namespace hier::exec {
+namespace {
+
+using config::Coll;
+
+// The user's per-rank blocks: block r is counts[r] elements of `type` at base + displs[r] * extent.
+class UserBlocks final : public Blocks {
+ public:
+  UserBlocks(const char* send_base, int64_t send_stride, const TypeInfo& st, char* recv_base, const TypeInfo& rt,
+             const int64_t* counts, const int64_t* displs, int64_t count)
+      : send_base_(send_base), send_stride_(send_stride), st_(st), recv_base_(recv_base), rt_(rt), counts_(counts),
+        displs_(displs), count_(count) {}
+  int load(int block, char* dst, int64_t) override {
+    return pack(send_base_ + block * send_stride_, send_count_, st_, dst);
+  }
+  int store(int block, const char* src, int64_t) override {
+    const int64_t n = counts_ ? counts_[block] : count_;
+    const int64_t d = displs_ ? displs_[block] : block * count_;
+    return unpack(src, n, rt_, recv_base_ + d * rt_.extent);
+  }
+  int64_t send_count_ = 0;
+
+ private:
+  const char* send_base_;
+  int64_t send_stride_;
+  const TypeInfo& st_;
+  char* recv_base_;
+  const TypeInfo& rt_;
+  const int64_t* counts_;
+  const int64_t* displs_;
+  int64_t count_;
+};
+
+// Scratch for the schedule plus a staging area for packed user data.
+struct Memory {
+  char* scratch = nullptr;
+  char* staging = nullptr;
+};
+std::optional<Memory> memory(Prepared& p, int64_t scratch, int64_t staging) {
+  char* m = p.ctx->scratch.get(static_cast<size_t>(scratch + staging));
+  if (!m) return std::nullopt;
+  return Memory{m, m + scratch};
+}
+
+int comm_size(MPI_Comm comm) {
+  int inter = 0, size = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
+  PMPI_Comm_size(comm, &size);
+  return size;
+}
+
+// Allgather and allgatherv: counts/displs in elements of the receive type.
+std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                              const std::vector<int64_t>& counts, const std::vector<int64_t>* displs,
+                              MPI_Datatype recvtype, MPI_Comm comm) {
+  const TypeInfo rt = type_info(recvtype);
+  if (!rt.ok) return std::nullopt;
+  std::vector<int64_t> bytes(counts.size());
+  for (size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * rt.size;
+  const int64_t total = std::accumulate(bytes.begin(), bytes.end(), int64_t{0});
+  if (total <= 0 || total > INT_MAX) return std::nullopt;
+  auto p = prepare(coll, total, comm);
+  if (!p) return std::nullopt;
+  const int rank = p->ctx->levels->rank;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const bool uniform = coll == Coll::Allgather;
+  sched::Key key{static_cast<uint8_t>(coll), p->plan.algo, false, false, -1, uniform ? bytes[0] : total, {}};
+  if (!uniform) key.counts = bytes;
+  const sched::Schedule& s =
+      schedule(*p, key, [&] { return sched::build_allgather(p->ctx->levels->shape, rank, bytes); });
+
+  // My block as bytes: the user's send buffer (or my block of recvbuf) if dense, else packed.
+  const int64_t my_disp = displs ? (*displs)[rank] : rank * counts[0];
+  const char* src = in_place ? static_cast<const char*>(recvbuf) + my_disp * rt.extent : static_cast<const char*>(sendbuf);
+  const TypeInfo st = in_place ? rt : type_info(sendtype);
+  const int64_t scount = in_place ? counts[rank] : sendcount;
+  if (!st.ok || scount * st.size != bytes[rank]) return std::nullopt;  // PMPI reports the mismatch
+  auto mem = memory(*p, s.scratch, st.dense ? 0 : bytes[rank]);
+  if (!mem) return MPI_ERR_NO_MEM;
+  if (!st.dense) {
+    if (int rc = pack(src, scount, st, mem->staging); rc != MPI_SUCCESS) return rc;
+    src = mem->staging;
+  }
+  UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, uniform ? nullptr : counts.data(),
+                    displs ? displs->data() : nullptr, counts[0]);
+  Binding b;
+  b.send = src;
+  b.scratch = mem->scratch;
+  b.blocks = &blocks;
+  return run(s, *p->ctx->levels, b);
+}
+
+}  // namespace
+
+std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                             MPI_Datatype recvtype, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  if (size < 2 || recvcount <= 0) return std::nullopt;
+  return gather_all(Coll::Allgather, sendbuf, sendcount, sendtype, recvbuf, std::vector<int64_t>(size, recvcount),
+                    nullptr, recvtype, comm);
+}
+
+std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  if (size < 2 || !recvcounts || !displs) return std::nullopt;
+  std::vector<int64_t> counts(recvcounts, recvcounts + size), disp(displs, displs + size);
+  for (int64_t c : counts)
+    if (c < 0) return std::nullopt;
+  return gather_all(Coll::Allgatherv, sendbuf, sendcount, sendtype, recvbuf, counts, &disp, recvtype, comm);
+}
+
+std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  const TypeInfo t = type_info(type);
+  if (count <= 0 || !t.ok) return std::nullopt;
+  const int64_t bytes = count * t.size;
+  if (bytes > INT_MAX) return std::nullopt;
+  auto p = prepare(Coll::Bcast, bytes, comm);
+  if (!p) return std::nullopt;
+  const int rank = p->ctx->levels->rank;
+  if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}},
+                                      [&] { return sched::build_bcast(p->ctx->levels->shape, rank, bytes, root, p->plan.algo); });
+  auto mem = memory(*p, s.scratch, t.dense ? 0 : bytes);
+  if (!mem) return MPI_ERR_NO_MEM;
+  Binding b;
+  b.recv = t.dense ? static_cast<char*>(buffer) : mem->staging;
+  b.scratch = mem->scratch;
+  if (!t.dense && rank == root)
+    if (int rc = pack(buffer, count, t, mem->staging); rc != MPI_SUCCESS) return rc;
+  const int rc = run(s, *p->ctx->levels, b);
+  if (rc == MPI_SUCCESS && !t.dense && rank != root) return unpack(mem->staging, count, t, buffer);
+  return rc;
+}
+
+std::optional<int> barrier(MPI_Comm comm) {
+  auto p = prepare(Coll::Barrier, 0, comm);
+  if (!p) return std::nullopt;
+  const int rank = p->ctx->levels->rank;
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Barrier), p->plan.algo, false, false, -1, 0, {}},
+                                      [&] { return sched::build_barrier(p->ctx->levels->shape, rank); });
+  return run(s, *p->ctx->levels, Binding{});
+}
+
+std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  const TypeInfo rt = type_info(recvtype);
+  if (size < 2 || recvcount <= 0 || !rt.ok) return std::nullopt;
+  const int64_t block = recvcount * rt.size, total = block * size;
+  if (total > INT_MAX / 2) return std::nullopt;  // scratch holds two copies
+  auto p = prepare(Coll::Alltoall, total, comm);
+  if (!p) return std::nullopt;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const TypeInfo st = in_place ? rt : type_info(sendtype);
+  const int64_t scount = in_place ? recvcount : sendcount;
+  if (!st.ok || scount * st.size != block) return std::nullopt;
+  const int rank = p->ctx->levels->rank;
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Alltoall), p->plan.algo, false, false, -1, block, {}},
+                                      [&] { return sched::build_alltoall(p->ctx->levels->shape, rank, block); });
+  auto mem = memory(*p, s.scratch, 0);
+  if (!mem) return MPI_ERR_NO_MEM;
+  const char* send = in_place ? static_cast<const char*>(recvbuf) : static_cast<const char*>(sendbuf);
+  UserBlocks blocks(send, scount * st.extent, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount);
+  blocks.send_count_ = scount;
+  Binding b;
+  b.scratch = mem->scratch;
+  b.blocks = &blocks;
+  return run(s, *p->ctx->levels, b);
+}
+
+}  // namespace hier::exec

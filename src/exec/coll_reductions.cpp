@@ -1,0 +1,117 @@
+// Allreduce, Reduce, Reduce_scatter_block, Reduce_scatter: element schedules on the user's
+// datatype and op. Order of operands changes, so only commutative ops come here; every element
+// is still reduced in exactly one place and copied from there, so all ranks get the same bits.
+#include <climits>
+#include <numeric>
+#include <vector>
+
+#include "exec/entry.hpp"
+#include "exec/executor.hpp"
+#include "exec/prepare.hpp"
+#include "sched/build.hpp"
+
+namespace hier::exec {
+namespace {
+
+using config::Coll;
+
+// Runs an element schedule: scratch spans `scratch` elements laid out like the user's buffers.
+int run_elements(Prepared& p, const sched::Schedule& s, const void* send, void* recv, const TypeInfo& t, MPI_Op op) {
+  Binding b;
+  b.send = static_cast<const char*>(send);
+  b.recv = static_cast<char*>(recv);
+  b.stride = t.extent;
+  b.type = t.type;
+  b.op = op;
+  b.info = &t;
+  if (s.scratch > 0) {
+    char* mem = p.ctx->scratch.get(static_cast<size_t>(t.span(s.scratch)));
+    if (!mem) return MPI_ERR_NO_MEM;
+    b.scratch = mem - t.true_lb;  // element 0's address, so that its first byte is mem[0]
+  }
+  return run(s, *p.ctx->levels, b);
+}
+
+// Common checks; the same on every rank (count, type and op agree across ranks for reductions).
+bool eligible(int64_t count, const TypeInfo& t, MPI_Op op) {
+  return count > 0 && reorderable(op, t) && t.span(count) <= INT_MAX;
+}
+
+}  // namespace
+
+std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                             MPI_Comm comm) {
+  const TypeInfo t = type_info(type);
+  if (!eligible(count, t, op)) return std::nullopt;
+  auto p = prepare(Coll::Allreduce, count * t.size, comm);
+  if (!p) return std::nullopt;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const bool ordered = !predefined_op(op);
+  const int rank = p->ctx->levels->rank;
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Allreduce), p->plan.algo, in_place, ordered, -1, count, {}},
+                                      [&] { return sched::build_allreduce(p->ctx->levels->shape, rank, count, in_place, p->plan.algo, ordered); });
+  return run_elements(*p, s, sendbuf, recvbuf, t, op);
+}
+
+std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                          MPI_Comm comm) {
+  const TypeInfo t = type_info(type);
+  if (!eligible(count, t, op)) return std::nullopt;
+  auto p = prepare(Coll::Reduce, count * t.size, comm);
+  if (!p) return std::nullopt;
+  const int rank = p->ctx->levels->rank;
+  if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;  // PMPI reports the error
+  const bool in_place = rank == root && sendbuf == MPI_IN_PLACE;
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Reduce), p->plan.algo, in_place, false, root, count, {}},
+                                      [&] { return sched::build_reduce(p->ctx->levels->shape, rank, count, root, in_place, p->plan.algo); });
+  return run_elements(*p, s, sendbuf, recvbuf, t, op);
+}
+
+namespace {
+
+std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* recvbuf, std::vector<int64_t> counts,
+                                         const TypeInfo& t, MPI_Op op, MPI_Comm comm) {
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (!eligible(total, t, op)) return std::nullopt;
+  auto p = prepare(coll, total * t.size, comm);
+  if (!p) return std::nullopt;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int rank = p->ctx->levels->rank;
+  // reduce_scatter_block: one count describes them all.
+  const bool block = coll == Coll::ReduceScatterBlock;
+  sched::Key key{static_cast<uint8_t>(coll), p->plan.algo, in_place, false, -1, block ? counts[0] : total, {}};
+  if (!block) key.counts = counts;
+  const sched::Schedule& s = schedule(*p, key, [&] {
+    return sched::build_reduce_scatter(p->ctx->levels->shape, rank, counts, in_place);
+  });
+  return run_elements(*p, s, sendbuf, recvbuf, t, op);
+}
+
+int comm_size(MPI_Comm comm) {
+  int inter = 0, size = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
+  PMPI_Comm_size(comm, &size);
+  return size;
+}
+
+}  // namespace
+
+std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                                        MPI_Op op, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  if (size < 2 || recvcount <= 0) return std::nullopt;
+  return reduce_scatter_counts(Coll::ReduceScatterBlock, sendbuf, recvbuf, std::vector<int64_t>(size, recvcount),
+                               type_info(type), op, comm);
+}
+
+std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type,
+                                  MPI_Op op, MPI_Comm comm) {
+  const int size = comm_size(comm);
+  if (size < 2 || !recvcounts) return std::nullopt;
+  std::vector<int64_t> counts(recvcounts, recvcounts + size);
+  for (int64_t c : counts)
+    if (c < 0) return std::nullopt;
+  return reduce_scatter_counts(Coll::ReduceScatter, sendbuf, recvbuf, std::move(counts), type_info(type), op, comm);
+}
+
+}  // namespace hier::exec

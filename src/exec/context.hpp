@@ -1,0 +1,37 @@
+// libhier's state for one user communicator: its level communicators, schedule cache and
+// scratch memory. Stored as an MPI attribute (never in a map keyed by handle: handles are
+// reused after free); the attribute's delete callback frees everything when the user frees the
+// communicator, and a finalize hook frees what is left at MPI_Finalize.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "exec/scratch.hpp"
+#include "sched/cache.hpp"
+#include "topo/levels.hpp"
+
+namespace hier::exec {
+
+struct Context {
+  MPI_Comm comm = MPI_COMM_NULL;          // the user's communicator that owns the attribute
+  std::unique_ptr<topo::Levels> levels;   // null: nothing hierarchical here (flat only)
+  sched::Cache cache;
+  Scratch scratch;
+};
+
+// The context of `comm`, created on first use. Creation is collective over `comm` (it builds
+// the level communicators), so callers reach it only from a collective call that every rank
+// makes with the same eligibility. Intercommunicators and size-1 communicators get a flat
+// context without any communication.
+Context* context_of(MPI_Comm comm);
+
+// Live contexts and the level communicators they hold (the lifecycle test checks these).
+struct Census {
+  long contexts = 0;
+  long level_comms = 0;
+};
+Census census();
+
+}  // namespace hier::exec

@@ -1,0 +1,36 @@
+// Runs one rank's schedule to completion with PMPI calls on the level communicators.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "exec/typed.hpp"
+#include "sched/ir.hpp"
+#include "topo/levels.hpp"
+
+namespace hier::exec {
+
+// How byte schedules reach the user's blocks (allgather(v), alltoall): the collective's entry
+// point knows the user's datatypes, counts and displacements.
+class Blocks {
+ public:
+  virtual ~Blocks() = default;
+  virtual int load(int block, char* dst, int64_t bytes) = 0;         // user's send block -> bytes
+  virtual int store(int block, const char* src, int64_t bytes) = 0;  // bytes -> user's receive block
+};
+
+struct Binding {
+  const char* send = nullptr;  // unit 0 of each buffer (element schedules: the element's address)
+  char* recv = nullptr;
+  char* scratch = nullptr;
+  MPI_Aint stride = 1;         // bytes per unit: the datatype's extent, or 1 for byte schedules
+  MPI_Datatype type = MPI_BYTE;
+  MPI_Op op = MPI_OP_NULL;
+  const TypeInfo* info = nullptr;          // element schedules: for local typed copies
+  Blocks* blocks = nullptr;
+};
+
+int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b);
+
+}  // namespace hier::exec

@@ -1,0 +1,36 @@
+// What the executor needs to know about a user datatype, and local copies that respect its
+// layout (never writing into the holes of a non-contiguous type in a user buffer).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace hier::exec {
+
+struct TypeInfo {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Count size = 0;       // bytes of data per element
+  MPI_Aint extent = 0;      // stride between elements
+  MPI_Aint true_lb = 0;     // first byte touched, relative to the element's address
+  MPI_Aint true_extent = 0;
+  bool dense = false;       // size == extent == true_extent, true_lb == 0: plain bytes
+  bool ok = false;          // a usable committed type with positive size and extent
+
+  // Bytes a buffer of n elements spans from its first touched byte.
+  int64_t span(int64_t n) const { return n <= 0 ? 0 : (n - 1) * extent + true_extent; }
+};
+
+TypeInfo type_info(MPI_Datatype t);
+
+// n elements of type t from src to dst (distinct buffers).
+int typed_copy(const void* src, void* dst, int64_t n, const TypeInfo& t);
+// n elements of t at src, as packed bytes at dst (and back).
+int pack(const void* src, int64_t n, const TypeInfo& t, void* dst);
+int unpack(const void* src, int64_t n, const TypeInfo& t, void* dst);
+
+// A communicator of this process alone, private to libhier (typed local copies run on it; a
+// user's wildcard receive on MPI_COMM_SELF can never match them). Freed at finalize.
+MPI_Comm private_self();
+
+}  // namespace hier::exec

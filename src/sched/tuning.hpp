@@ -1,0 +1,27 @@
+// The planner's crossover windows (bytes), measured with bench/coll on the emulated cluster
+// (tools/minicluster, 2 nodes x 2 ranks, 1 Gbit links; see bench/RESULTS.md). libhier is built
+// per MPI family and the two families' flat algorithms differ, so each has its own table.
+#pragma once
+
+#include <cstdint>
+
+#include "config/config.hpp"
+
+namespace hier::sched {
+
+// The auto planner goes hierarchical for min <= bytes < max.
+struct Window {
+  int64_t min, max;
+  bool contains(int64_t b) const { return b >= min && b < max; }
+};
+
+struct Thresholds {
+  Window allreduce, reduce_scatter, allgather, bcast, reduce, barrier, alltoall;
+  // Within hierarchical: the size from which the bandwidth algorithm replaces the latency one.
+  int64_t allreduce_rs_min, bcast_scatter_min, reduce_rs_min;
+  const Window& window(config::Coll c) const;
+};
+
+const Thresholds& thresholds();
+
+}  // namespace hier::sched

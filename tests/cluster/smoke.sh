@@ -1,0 +1,151 @@
+#!/bin/bash
+# tests/cluster/smoke.sh LIBHIER MPI TRAIN_MLP
+#
+# Smoke test on the emulated cluster (tools/minicluster): 2 nodes x 2 ranks joined by 1 Gbit/s
+# links. Runs examples/train_mlp in both modes (ddp: MPI_Allreduce; zero: MPI_Allgather +
+# MPI_Reduce_scatter_block), without libhier and with LIBHIER preloaded, and checks that
+#   - every run succeeds and prints a final_loss,
+#   - all runs print the same final_loss to the last digit (train_mlp's default exact-sum mode
+#     makes the reduced gradients independent of reduction order, so any difference is a wrong
+#     result, not rounding; ddp and zero do the same arithmetic),
+#   - each run moved at least its gradient volume per step across the links (tc counters), i.e.
+#     the traffic really crossed the emulated network.
+#
+#   LIBHIER   path of libhier.so; empty or absent: no libhier yet, run without it only
+#   MPI       openmpi | mpich (the family LIBHIER and TRAIN_MLP were built for)
+#   TRAIN_MLP path of the train_mlp binary
+#
+# Exit: 0 pass, 1 fail, 77 skip (not root, or network namespaces unavailable), as ctest's
+# SKIP_RETURN_CODE expects. The cluster is always torn down (trap), also on failure or signal.
+# The caller's HIER_* variables are cleared: the test checks libhier with its defaults.
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+mc=$here/../../tools/minicluster
+lib=${1:-}
+mpi=${2:-}
+prog=${3:-}
+
+STEPS=6        # few steps: the point is correctness, not timing
+WIDTH=512      # 0.3 M parameters = 1.2 MiB of gradients: large enough for libhier's schedules
+BATCH=4
+RUN_TIMEOUT=45 # one run takes a few seconds; a hang must not eat the ctest budget
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+
+# --- can we run at all? ----------------------------------------------------------------------
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, mounts)"
+command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1 || skip "ip/tc (iproute2) not installed"
+[ -x /usr/bin/python3 ] || skip "/usr/bin/python3 missing (tools/minicluster needs it)"
+probe=mcprobe$$
+if ! ip netns add "$probe" >/dev/null 2>&1; then
+  skip "'ip netns add' does not work here (container without CAP_SYS_ADMIN?)"
+fi
+ip netns del "$probe"
+
+[ -x "$mc" ] || fail "tools/minicluster not found at $mc"
+case "$mpi" in
+  openmpi|mpich) ;;
+  *) fail "usage: smoke.sh LIBHIER openmpi|mpich TRAIN_MLP (got MPI '$mpi')" ;;
+esac
+[ -n "$prog" ] && [ -x "$prog" ] || fail "train_mlp binary '$prog' is not an executable file"
+command -v "mpiexec.$mpi" >/dev/null 2>&1 || fail "mpiexec.$mpi not found"
+if [ -n "$lib" ] && [ ! -f "$lib" ]; then
+  fail "libhier '$lib' does not exist (pass an empty first argument to run without libhier)"
+fi
+
+for v in $(compgen -e | grep '^HIER_'); do unset "$v"; done
+
+# A cluster name of our own, so that a cluster someone else has up is never touched.
+export MINICLUSTER_NAME=smoke$$
+work=$(mktemp -d /tmp/hier-smoke.XXXXXX)
+cleanup() {
+  if [ -n "${job:-}" ]; then kill -TERM "$job" 2>/dev/null; wait "$job" 2>/dev/null; fi
+  "$mc" down >/dev/null 2>&1 || echo "WARNING: '$mc down' failed; run: MINICLUSTER_NAME=$MINICLUSTER_NAME $mc down"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 130' INT TERM HUP
+
+"$mc" up --nodes 2 --ppn 2 --link 1gbit || fail "minicluster up failed"
+
+sent_total() {
+  "$mc" links --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total_sent_bytes"])'
+}
+
+# run LABEL PRELOAD MODE: sets $loss; fails the test on any error.
+#
+# MPICH 4.0.2 over UCX 1.13's TCP transport often hangs inside MPI_Finalize, after the program's
+# work is done: a rank's endpoint flush waits for an answer from a peer that has already left
+# the flush and sits in the PMI barrier (docs/minicluster.md has the analysis; it happens
+# without libhier, more often the more rank pairs talked across nodes). For MPICH only, a job
+# that printed its final line and then does not exit within FINALIZE_GRACE seconds is ended
+# and its result accepted, with a note. Anything else that does not exit is a failure.
+FINALIZE_GRACE=8
+job=
+run() {
+  local label=$1 preload=$2 mode=$3 out=$work/${1//\//_}.out rc before after t0 t1 done_at= hung=
+  local args=(--mpi "$mpi" --timeout "$RUN_TIMEOUT")
+  [ -n "$preload" ] && args+=(--preload "$preload")
+  before=$(sent_total)
+  t0=$(date +%s.%N)
+  "$mc" run "${args[@]}" -- "$prog" --mode "$mode" --steps "$STEPS" --width "$WIDTH" \
+    --batch "$BATCH" --print-every 0 >"$out" 2>&1 &
+  job=$!
+  while kill -0 "$job" 2>/dev/null; do
+    if [ "$mpi" = mpich ]; then
+      if [ -z "$done_at" ] && grep -q '^final_loss=' "$out"; then done_at=$SECONDS; fi
+      if [ -n "$done_at" ] && [ $((SECONDS - done_at)) -ge "$FINALIZE_GRACE" ]; then
+        hung=1
+        kill -TERM "$job" 2>/dev/null   # minicluster run ends the job and what it left
+        break
+      fi
+    fi
+    sleep 0.2
+  done
+  wait "$job"
+  rc=$?
+  job=
+  t1=$(date +%s.%N)
+  after=$(sent_total)
+  if [ -n "$hung" ]; then
+    echo "  $label: done, then hung in MPI_Finalize (known MPICH 4.0.2/UCX TCP issue); job ended, result kept"
+  elif [ "$rc" != 0 ]; then
+    sed 's/^/    | /' "$out" | tail -n 30
+    fail "$label: exit status $rc"
+  fi
+  if grep -q 'ended with different parameters' "$out"; then
+    sed 's/^/    | /' "$out" | tail -n 30
+    fail "$label: ranks ended with different parameters"
+  fi
+  local line grad_bytes
+  line=$(grep '^final_loss=' "$out" | tail -n 1)
+  [ -n "$line" ] || { sed 's/^/    | /' "$out" | tail -n 30; fail "$label: no final_loss line"; }
+  loss=$(sed -n 's/^final_loss=\([^ ]*\).*/\1/p' <<<"$line")
+  grad_bytes=$(sed -n 's/.* grad_bytes=\([0-9]*\).*/\1/p' <<<"$line")
+  local crossed=$((after - before)) need=$((grad_bytes * STEPS))
+  # Lower bound: each node must receive the other node's contribution to every gradient
+  # element each step (>= grad_bytes per direction); require half of the two directions.
+  awk -v l="$label" -v f="$loss" -v t0="$t0" -v t1="$t1" -v c="$crossed" \
+    'BEGIN { printf "  %-24s final_loss=%s  %5.1f s  %6.1f MB crossed the links\n", l, f, t1 - t0, c / 1e6 }'
+  [ "$crossed" -ge "$need" ] || fail "$label: only $crossed bytes crossed the links, expected >= $need"
+}
+
+echo "cluster.smoke: $mpi, 2 nodes x 2 ranks, 1gbit; train_mlp --steps $STEPS --width $WIDTH --batch $BATCH"
+declare -A losses
+for mode in ddp zero; do
+  run "$mode/without-libhier" "" "$mode"
+  losses[$mode/without]=$loss
+  if [ -n "$lib" ]; then
+    run "$mode/with-libhier" "$lib" "$mode"
+    losses[$mode/with]=$loss
+  fi
+done
+[ -n "$lib" ] || echo "  (no libhier given: ran without it only)"
+
+ref=${losses[ddp/without]}
+for k in "${!losses[@]}"; do
+  [ "${losses[$k]}" = "$ref" ] || fail "final_loss differs: $k gave ${losses[$k]}, ddp/without gave $ref"
+done
+echo "PASS: all runs agree on final_loss=$ref"

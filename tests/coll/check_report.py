@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+"""Checks the finalize report of a collective test run (rank 0's file).
+
+usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--max-live N]
+  --hier FN: MPI function FN ran hierarchically at least once
+  --flat FN: MPI function FN never ran hierarchically
+  --max-live N: at most N libhier contexts were alive at finalize (level communicators freed)
+"""
+import json
+import sys
+
+
+def main():
+    args = sys.argv[1:]
+    path = args.pop(0)
+    with open(path) as f:
+        rep = json.load(f)
+    fns = rep.get("functions", {})
+    topo = rep.get("topology", {})
+    errors = []
+    mode = None
+    for a in args:
+        if a in ("--hier", "--flat", "--max-live"):
+            mode = a
+            continue
+        if mode == "--hier":
+            calls = fns.get(a, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)
+            if calls == 0:
+                errors.append(f"{a}: no hierarchical call (algorithms: {fns.get(a, {}).get('algorithms')})")
+        elif mode == "--flat":
+            calls = fns.get(a, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)
+            if calls:
+                errors.append(f"{a}: {calls} hierarchical calls, expected none")
+        elif mode == "--max-live":
+            live = topo.get("live", {}).get("contexts")
+            if live is None or live > int(a):
+                errors.append(f"live contexts at finalize: {live}, expected at most {a} (topology: {topo})")
+    for e in errors:
+        print("check_report:", e)
+    print("check_report:", "FAILED" if errors else "ok", path, json.dumps(topo))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+// The engine without MPI: synthetic strided-block trees (every kernel width, negative strides,
+// gathers, nested groups) packed by the host backend and by the reference walker; simplifier
+// rules; 64-bit size arithmetic (messages beyond 2^31 bytes are checked here, not allocated).
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "device/backend.hpp"
+#include "dtype/canon.hpp"
+#include "dtype/engine.hpp"
+#include "reference.hpp"
+
+namespace hier::test {
+namespace {
+
+using dtype::Node;
+using dtype::Seq;
+
+struct Built {
+  dtype::Program prog;
+  device::BlockProgram view;
+};
+
+Built build(Seq s, int64_t extent) {
+  dtype::simplify(s);
+  Built b;
+  b.prog = dtype::lower(s);
+  b.view = {b.prog.items.data(), b.prog.seqs.data(), b.prog.entries.data(), b.prog.seqs[0].bytes, extent};
+  return b;
+}
+
+// Packs with the backend and the reference over a buffer wide enough for every offset used.
+void check_same(const Built& b, int64_t count, int64_t lo, int64_t hi, std::mt19937_64& rng) {
+  std::vector<char> src(static_cast<size_t>(hi - lo));
+  for (char& c : src) c = static_cast<char>(rng());
+  char* base = src.data() - lo;
+  const int64_t bytes = b.view.size * count;
+  std::vector<char> a(static_cast<size_t>(bytes)), r(a.size());
+  device::host().pack(b.view, base, count, a.data());
+  int64_t at = 0;
+  walk(b.view, count, [&](int64_t o, int64_t len) {
+    std::memcpy(r.data() + at, base + o, static_cast<size_t>(len));
+    at += len;
+  });
+  ASSERT_EQ(at, bytes);
+  ASSERT_EQ(a, r);
+  // Unpack into a zeroed copy, compare with the reference scatter.
+  std::vector<char> u(src.size(), 0), v(src.size(), 0);
+  device::host().unpack(b.view, a.data(), count, u.data() - lo);
+  at = 0;
+  walk(b.view, count, [&](int64_t o, int64_t len) {
+    std::memcpy(v.data() - lo + o, a.data() + at, static_cast<size_t>(len));
+    at += len;
+  });
+  ASSERT_EQ(u, v);
+}
+
+TEST(DtypeEngine, EveryKernelWidthAndRank) {
+  std::mt19937_64 rng(5);
+  for (int64_t w : {1, 2, 3, 4, 5, 7, 8, 12, 16, 20, 24, 32, 48, 64, 100, 256, 300}) {
+    for (int nd = 1; nd <= 4; ++nd) {
+      Node n = Node::leaf(0, w);
+      int64_t span = w;
+      for (int d = 0; d < nd; ++d) {
+        const int64_t cnt = 2 + d, str = (d % 2 ? -1 : 1) * (span + 8);
+        n.dim[n.nd++] = {cnt, str};
+        span += (cnt - 1) * (span + 8);
+      }
+      // offsets reach [-span, span]
+      Built b = build(Seq{n}, 2 * span + 64);
+      SCOPED_TRACE(dtype::to_string(Seq{n}));
+      check_same(b, 3, -span - 8, 6 * span + 256, rng);
+    }
+  }
+}
+
+TEST(DtypeEngine, GathersAndGroups) {
+  std::mt19937_64 rng(9);
+  for (int k = 0; k < 500; ++k) {
+    Node g;
+    g.kind = Node::Gather;
+    const bool uniform = k % 2;
+    const int64_t w = std::vector<int64_t>{1, 2, 4, 8, 16, 32, 6}[k % 7];
+    for (int i = 0; i < 3 + k % 9; ++i)
+      g.runs.push_back({static_cast<int64_t>(rng() % 512) - 256, uniform ? w : 1 + static_cast<int64_t>(rng() % 40)});
+    Node grp;
+    grp.kind = Node::Group;
+    grp.kids = {g, Node::leaf(600, 12)};
+    grp.nd = 2;
+    grp.dim[0] = {3, 2048};
+    grp.dim[1] = {2, -700};
+    Seq s{grp, Node::leaf(-300, 5)};
+    Built b = build(s, 8000);
+    SCOPED_TRACE(dtype::to_string(s));
+    check_same(b, 2, -1200, 8000 * 2 + 8000, rng);
+  }
+}
+
+TEST(DtypeEngine, PrefixUnpackStopsAtTheByte) {
+  Node n = Node::leaf(0, 3);
+  n.dim[n.nd++] = {4, 10};
+  Built b = build(Seq{n}, 50);
+  std::vector<char> packed(24);
+  for (int i = 0; i < 24; ++i) packed[i] = static_cast<char>('a' + i);
+  std::vector<char> dst(100, '.');
+  device::host().unpack_prefix(b.view, packed.data(), 14, 2, dst.data());
+  // element 0: runs at 0,10,20,30 (12 bytes); element 1 at 50: 2 more bytes.
+  std::string want(53, '.');
+  want.replace(0, 3, "abc");
+  want.replace(10, 3, "def");
+  want.replace(20, 3, "ghi");
+  want.replace(30, 3, "jkl");
+  want.replace(50, 2, "mn");
+  EXPECT_EQ(std::string(dst.data(), 53), want);
+}
+
+TEST(DtypeSimplify, CanonicalRules) {
+  // vector(2, 2, 3) of 8-byte elements vs hand-written equivalents
+  Node a = Node::leaf(0, 8);
+  a.nd = 2;
+  a.dim[0] = {2, 24};
+  a.dim[1] = {2, 8};
+  Seq s{a};
+  dtype::simplify(s);
+  EXPECT_EQ(dtype::to_string(s), "leaf 16@0 [2x+24]");
+  Seq t{Node::leaf(0, 16), Node::leaf(24, 16)};
+  dtype::simplify(t);
+  EXPECT_EQ(t, s);
+  // count-1 dims vanish, dense dims fold, continuing dims merge
+  Node c = Node::leaf(8, 4);
+  c.nd = 3;
+  c.dim[0] = {1, 999};
+  c.dim[1] = {3, 32};
+  c.dim[2] = {4, 8};
+  Seq u{c};
+  dtype::simplify(u);
+  EXPECT_EQ(dtype::to_string(u), "leaf 4@8 [12x+8]");
+  // a single-child group disappears into its child
+  Node g;
+  g.kind = Node::Group;
+  g.off = 100;
+  g.nd = 1;
+  g.dim[0] = {5, 1000};
+  g.kids = {Node::leaf(4, 8)};
+  Seq v{g};
+  dtype::simplify(v);
+  EXPECT_EQ(dtype::to_string(v), "leaf 8@104 [5x+1000]");
+  // adjacent runs join; empty runs vanish
+  Seq w{Node::leaf(0, 4), Node::leaf(4, 4), Node::leaf(8, 0), Node::leaf(8, 8)};
+  dtype::simplify(w);
+  EXPECT_EQ(dtype::to_string(w), "leaf 16@0");
+}
+
+TEST(DtypeSizes, BeyondTwoToThe31) {
+  // 2^20 elements of 4 KiB: 4 GiB, fine in 64 bits, refused where an int must hold it.
+  EXPECT_EQ(dtype::packed_bytes(int64_t{1} << 20, 4096), int64_t{1} << 32);
+  EXPECT_EQ(dtype::packed_bytes(int64_t{1} << 20, 4096, INT_MAX), -1);
+  EXPECT_EQ(dtype::packed_bytes(INT64_MAX / 2, 4), -1);
+  EXPECT_EQ(dtype::packed_bytes(0, 1 << 30), 0);
+  EXPECT_EQ(dtype::packed_bytes(-1, 4), -1);
+  // Offsets and strides of a 3-D point beyond 2^32 bytes.
+  device::Item it;
+  it.nd = 3;
+  it.cnt[0] = 3; it.str[0] = int64_t{1} << 32;
+  it.cnt[1] = 1 << 20; it.str[1] = 4096;
+  it.cnt[2] = 7; it.str[2] = -8;
+  const int64_t p = (2 * (int64_t{1} << 20) + 5) * 7 + 6;
+  EXPECT_EQ(device::point_offset(it, p), 2 * (int64_t{1} << 32) + 5 * 4096 - 48);
+  // compact_dims merges without overflow and keeps the byte count in 64 bits.
+  device::Item big;
+  big.kind = device::ItemKind::Leaf;
+  big.width = 1 << 12;
+  big.nd = 2;
+  big.cnt[0] = 1 << 12; big.str[0] = int64_t{1} << 24;
+  big.cnt[1] = 1 << 12; big.str[1] = 1 << 12;
+  ASSERT_TRUE(device::compact_dims(big));
+  EXPECT_EQ(big.nd, 0);
+  EXPECT_EQ(big.width, int64_t{1} << 36);
+  EXPECT_EQ(big.bytes, int64_t{1} << 36);
+}
+
+}  // namespace
+}  // namespace hier::test
