@@ -34,6 +34,7 @@ for mpi in $mpis; do
 done
 command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null || true
 
+# Raw CSVs and link counters are kept on purpose (path printed at the end) so tables can be re-made.
 raw=$(mktemp -d /tmp/bench-cluster.XXXXXX)
 cleanup() { tools/minicluster down >/dev/null 2>&1 || true; }
 trap cleanup EXIT INT TERM
