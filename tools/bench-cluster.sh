@@ -6,25 +6,27 @@
 #
 #   tools/bench-cluster.sh [--nodes 2] [--ppn 4] [--link 1gbit] [--mpis "openmpi mpich"]
 #                          [--colls allreduce,allgather,reduce_scatter_block,bcast]
-#                          [--min 8] [--max 67108864] [--iters 10] [--reps 2] [--out DIR]
+#                          [--min 8] [--max 16777216] [--iters 10] [--reps 2] [--timeout 900]
+#                          [--out DIR]
 #
 # Variants (same launcher options for all; only the library and its knobs differ):
 #   mpi      libhier preloaded with HIER_DISABLE=1 (pure passthrough: the MPI's own algorithms)
 #   han      Open MPI only: coll/han forced (--mca coll_han_priority 100), libhier disabled
-#   hier     libhier with its defaults (planner chooses per call; HIER_LEVELS=auto)
+#   hier     libhier, every call hierarchical (HIER_ALGO=hier; HIER_LEVELS=auto): what the planner's
+#            windows in src/sched/tuning.cpp are read from (auto = hier inside them, mpi outside)
 # Variants alternate (mpi, han, hier, mpi, han, hier, ...) and the median over --reps is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 command_line="tools/bench-cluster.sh $*"
 nodes=2 ppn=4 link=1gbit mpis="openmpi mpich" colls=allreduce,allgather,reduce_scatter_block,bcast
-min=8 max=$((64 << 20)) iters=10 reps=2 out=bench
+min=8 max=$((16 << 20)) iters=10 reps=2 out=bench timeout=900
 while (($#)); do
   case $1 in
     --nodes) nodes=$2; shift 2;; --ppn) ppn=$2; shift 2;; --link) link=$2; shift 2;;
     --mpis) mpis=$2; shift 2;; --colls) colls=$2; shift 2;; --min) min=$2; shift 2;;
     --max) max=$2; shift 2;; --iters) iters=$2; shift 2;; --reps) reps=$2; shift 2;;
-    --out) out=$2; shift 2;;
+    --out) out=$2; shift 2;; --timeout) timeout=$2; shift 2;;
     *) echo "bench-cluster.sh: unknown option $1 (see the header of this script)" >&2; exit 2;;
   esac
 done
@@ -47,13 +49,16 @@ run_variant() {  # mpi variant rep
   case $variant in
     mpi) envs=(HIER_DISABLE=1);;
     han) envs=(HIER_DISABLE=1); extra=(-X "--mca coll_han_priority 100 --mca coll_adapt_priority 0");;
-    hier) envs=();;
+    hier) envs=(HIER_ALGO=hier);;
   esac
   local before after
   before=$(tools/minicluster links --json)
-  env "${envs[@]}" tools/minicluster run --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" "${extra[@]}" -- \
+  # A run that hangs (e.g. MPICH/UCX at finalize, openucx/ucx#8738) is ended after --timeout;
+  # its rows are then missing from the tables (the report says so) and the next run goes on.
+  env "${envs[@]}" tools/minicluster run --timeout "$timeout" --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" "${extra[@]}" -- \
     "$root/build/$mpi/hier-bench" "${bench_args[@]}" --label "$mpi/$variant" --csv "$raw/$mpi.$variant.$rep.csv" \
-    > "$raw/$mpi.$variant.$rep.log" 2>&1 || { echo "run failed: $mpi $variant (log below)"; tail -20 "$raw/$mpi.$variant.$rep.log"; return 1; }
+    > "$raw/$mpi.$variant.$rep.log" 2>&1 || { echo "run failed: $mpi $variant $rep (log tail below; going on)"; tail -5 "$raw/$mpi.$variant.$rep.log"
+    echo "$mpi $variant $rep" >> "$raw/failed.txt"; }
   after=$(tools/minicluster links --json)
   printf '%s\n%s\n' "$before" "$after" > "$raw/$mpi.$variant.$rep.links"
 }
@@ -62,7 +67,7 @@ for mpi in $mpis; do
   variants="mpi hier"
   [[ $mpi == openmpi ]] && variants="mpi han hier"
   echo "== $mpi: warm-up"
-  tools/minicluster run --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" -- "$root/build/$mpi/hier-bench" --colls allreduce --min 1024 --max 1048576 --iters 2 >/dev/null 2>&1 || true
+  tools/minicluster run --timeout "$timeout" --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" -- "$root/build/$mpi/hier-bench" --colls allreduce --min 1024 --max 1048576 --iters 2 >/dev/null 2>&1 || true
   for rep in $(seq 1 "$reps"); do
     for v in $variants; do
       echo "== $mpi: $v (rep $rep/$reps)"
@@ -80,6 +85,7 @@ for mpi in $mpis; do
     run_variant "$mpi" "$v" focus
   done
 done
+uptime > "$raw/load.txt"
 mkdir -p "$out"
 /usr/bin/python3 tools/bench_report.py --raw "$raw" --nodes "$nodes" --ppn "$ppn" --link "$link" \
   --out "$out" --command "$command_line"

@@ -83,11 +83,20 @@ def main():
              f"{a.nodes} nodes × {a.ppn} ranks, {a.link} links (tools/minicluster), both MPIs, measured in one run.",
              f"Command: `{a.command}`", "",
              "Times are medians (over repetitions) of hier-bench's median per-call time (the slowest rank per call).",
-             "`mpi` = the MPI alone (libhier preloaded with HIER_DISABLE=1), `han` = Open MPI's coll/han, `hier` = libhier.",
+             "`mpi` = the MPI alone (libhier preloaded with HIER_DISABLE=1), `han` = Open MPI's coll/han, `hier` = libhier with every call hierarchical (HIER_ALGO=hier; the planner uses it inside the windows where it wins, see src/sched/tuning.cpp).",
              "`floor` = the link-bound floor: the bytes one node must send over its link divided by the link rate.",
              "Ratios above 1 mean libhier is faster.", ""]
     if invalid:
         lines += ["**Validation failures:** " + ", ".join(invalid), ""]
+    failed = os.path.join(a.raw, "failed.txt")
+    if os.path.exists(failed):
+        with open(failed) as f:
+            runs = ", ".join(l.strip() for l in f if l.strip())
+        lines += [f"**Runs that failed or timed out (their rows are missing):** {runs}", ""]
+    load = os.path.join(a.raw, "load.txt")
+    if os.path.exists(load):
+        with open(load) as f:
+            lines += [f"Machine load when the runs ended (`uptime`): {f.read().strip()}", ""]
     by_mpi_coll = defaultdict(list)
     for (mpi, coll, size), v in times.items():
         by_mpi_coll[(mpi, coll)].append((size, {k: statistics.median(x) for k, x in v.items()}))

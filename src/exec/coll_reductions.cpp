@@ -24,6 +24,7 @@ int run_elements(Prepared& p, const sched::Schedule& s, const void* send, void* 
   b.type = t.type;
   b.op = op;
   b.info = &t;
+  b.tmp = &p.ctx->tmp;
   if (s.scratch > 0) {
     char* mem = p.ctx->scratch.get(static_cast<size_t>(t.span(s.scratch)));
     if (!mem) return MPI_ERR_NO_MEM;

@@ -19,6 +19,7 @@ struct Context {
   std::unique_ptr<topo::Levels> levels;   // null: nothing hierarchical here (flat only)
   sched::Cache cache;
   Scratch scratch;
+  Scratch tmp;  // for the executor's own level collectives (exec/direct.hpp)
 };
 
 // The context of `comm`, created on first use. Creation is collective over `comm` (it builds

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <vector>
 
+#include "exec/direct.hpp"
 #include "exec/typed.hpp"
+#include "sched/tuning.hpp"
 
 namespace hier::exec {
 namespace {
@@ -57,6 +59,10 @@ struct Runner {
     ints(s);
     switch (s.kind) {
       case Kind::ReduceScatter: {
+        int64_t total = 0;
+        for (int x : counts) total += x;
+        if (b.tmp && b.info && total * b.info->size >= sched::thresholds().rs_direct_min)
+          return reduce_scatter_direct(at(s.src), at(s.dst), counts, *b.info, b.op, c, *b.tmp);
         bool even = true;
         for (int x : counts) even &= x == counts[0];
         if (even) return PMPI_Reduce_scatter_block(at(s.src), at(s.dst), counts[0], t, b.op, c);

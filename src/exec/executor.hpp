@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "exec/scratch.hpp"
 #include "exec/typed.hpp"
 #include "sched/ir.hpp"
 #include "topo/levels.hpp"
@@ -29,6 +30,7 @@ struct Binding {
   MPI_Op op = MPI_OP_NULL;
   const TypeInfo* info = nullptr;          // element schedules: for local typed copies
   Blocks* blocks = nullptr;
+  Scratch* tmp = nullptr;  // element schedules: for steps libhier runs itself (exec/direct.hpp)
 };
 
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b);

@@ -19,12 +19,12 @@ const Thresholds& thresholds() {
   static const Thresholds t{
       /*allreduce=*/kNever, /*reduce_scatter=*/kNever, /*allgather=*/{1 * MiB, kInf},
       /*bcast=*/kNever, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
-      /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB};
+      /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB};
 #else  // MPICH
   static const Thresholds t{
       /*allreduce=*/{64 * KiB, 8 * MiB}, /*reduce_scatter=*/{1 * MiB, kInf}, /*allgather=*/{256 * KiB, 8 * MiB},
       /*bcast=*/kNever, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
-      /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB};
+      /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB};
 #endif
   return t;
 }

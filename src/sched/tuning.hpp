@@ -19,6 +19,9 @@ struct Thresholds {
   Window allreduce, reduce_scatter, allgather, bcast, reduce, barrier, alltoall;
   // Within hierarchical: the size from which the bandwidth algorithm replaces the latency one.
   int64_t allreduce_rs_min, bcast_scatter_min, reduce_rs_min;
+  // Reduce-scatter steps with at least this many input bytes run by direct exchange
+  // (exec/direct.hpp) instead of the MPI's reduce-scatter.
+  int64_t rs_direct_min;
   const Window& window(config::Coll c) const;
 };
 

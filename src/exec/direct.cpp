@@ -1,0 +1,38 @@
+#include "exec/direct.hpp"
+
+namespace hier::exec {
+
+int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
+                          MPI_Comm comm, Scratch& tmp) {
+  int me = 0, p = 0;
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Comm_size(comm, &p);
+  std::vector<int64_t> displs(p, 0);
+  for (int i = 1; i < p; ++i) displs[i] = displs[i - 1] + counts[i - 1];
+  const int mine = counts[me];
+  // One slot per incoming piece, each laid out like the user's buffer (element 0 at slot - true_lb).
+  const int64_t slot = (t.span(mine) + 63) / 64 * 64;
+  char* mem = tmp.get(static_cast<size_t>(slot * (p - 1)));
+  if (!mem) return MPI_ERR_NO_MEM;
+  auto in = [&](int k) { return mem + (k - 1) * slot - t.true_lb; };  // piece from me-k
+
+  std::vector<MPI_Request> req(2 * (p - 1), MPI_REQUEST_NULL);
+  int rc = MPI_SUCCESS;
+  for (int k = 1; k < p && rc == MPI_SUCCESS; ++k)
+    rc = PMPI_Irecv(in(k), mine, t.type, (me - k + p) % p, 0, comm, &req[k - 1]);
+  for (int k = 1; k < p && rc == MPI_SUCCESS; ++k) {
+    const int to = (me + k) % p;
+    rc = PMPI_Isend(src + displs[to] * t.extent, counts[to], t.type, to, 0, comm, &req[p - 1 + k - 1]);
+  }
+  if (rc == MPI_SUCCESS) rc = typed_copy(src + displs[me] * t.extent, dst, mine, t);
+  // Wait for the pieces in a fixed order and fold each in as it is complete.
+  for (int k = 1; k < p && rc == MPI_SUCCESS; ++k) {
+    rc = PMPI_Wait(&req[k - 1], MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && mine > 0) rc = PMPI_Reduce_local(in(k), dst, mine, t.type, op);
+  }
+  // Always complete what was started (also after an error), so no request outlives the call.
+  const int rc_all = PMPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
+  return rc != MPI_SUCCESS ? rc : rc_all;
+}
+
+}  // namespace hier::exec

@@ -1,0 +1,23 @@
+// Collectives on one level communicator that libhier runs itself, by direct exchange between
+// the members, where the MPIs' own algorithms are measurably slow for that shape.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/scratch.hpp"
+#include "exec/typed.hpp"
+
+namespace hier::exec {
+
+// Reduce-scatter: member i ends with the reduction of every member's piece i (counts[i]
+// elements of t, pieces back to back in src) in dst. Every member sends each peer its piece at
+// once and reduces the p-1 pieces it receives into its own in one fixed order (from me-1, me-2,
+// ... around the ring), so each element is reduced in exactly one place, in one order.
+// Commutative ops only. src and dst must not overlap; tmp holds p-1 received pieces.
+int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
+                          MPI_Comm comm, Scratch& tmp);
+
+}  // namespace hier::exec
