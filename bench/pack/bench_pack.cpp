@@ -1,6 +1,7 @@
 // MPI_Pack / MPI_Unpack throughput: libhier's engine vs the MPI's own (PMPI_Pack / PMPI_Unpack)
 // vs a hand-written copy loop for exactly that layout (the floor), in one run, one rank.
-//   mpiexec -n 1 bench_pack [--quick]
+//   mpiexec -n 1 bench_pack [--quick] [--filter TEXT]
+// --filter runs only the patterns whose name contains TEXT (e.g. --filter indexed).
 // Prints a markdown table of throughputs (packed bytes / time), each the best of 9 interleaved
 // batches of >= 20 ms (see time_all).
 #include <mpi.h>
@@ -22,6 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 bool g_quick = false;
+std::string g_filter;  // run only patterns whose name contains it
 
 // Seconds per call of each fn. The variants are timed interleaved — round after round, each
 // variant one batch of >= 20 ms (5 ms with --quick) per round — and each keeps its best batch,
@@ -59,6 +61,10 @@ struct Case {
 
 void run(const Case& c) {
   MPI_Datatype t = c.type;
+  if (!g_filter.empty() && c.name.find(g_filter) == std::string::npos) {
+    MPI_Type_free(&t);
+    return;
+  }
   MPI_Type_commit(&t);
   int size = 0;
   MPI_Type_size(t, &size);
@@ -99,8 +105,11 @@ void run(const Case& c) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--quick") g_quick = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") g_quick = true;
+    else if (a == "--filter" && i + 1 < argc) g_filter = argv[++i];
+  }
   char lib[MPI_MAX_LIBRARY_VERSION_STRING];
   int len;
   MPI_Get_library_version(lib, &len);

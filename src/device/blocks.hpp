@@ -50,6 +50,10 @@ struct BlockProgram {
   const GatherEntry* entries = nullptr;
   int64_t size = 0;    // packed bytes of one element (== seqs[0].bytes)
   int64_t extent = 0;  // distance between consecutive elements
+  // offsets[k] == entries[k].off, densely: the uniform-width gathers read only these (half the
+  // metadata traffic of the entries, which matters for single-element gathers). May be null;
+  // those gathers then take the variable-width path.
+  const int64_t* offsets = nullptr;
 };
 
 }  // namespace hier::device

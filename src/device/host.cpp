@@ -107,11 +107,11 @@ struct Walk {
   // (a struct with gaps, `count` times) runs as one tight loop.
   template <int W>
   void gather_points(const Item& it, char* o) {
-    const GatherEntry* e = p.entries + it.ref;
+    const int64_t* off = p.offsets + it.ref;
     const int32_t n = it.nref;
     char* out = packed;
-    odometer(it.cnt, it.str, it.nd, o, [e, n, &out](char* q) {
-      gather_fixed<W, kPack>(out, q, e, n);
+    odometer(it.cnt, it.str, it.nd, o, [off, n, &out](char* q) {
+      gather_fixed<W, kPack>(out, q, off, n);
       out += static_cast<int64_t>(n) * W;
     });
     packed = out;
@@ -157,7 +157,7 @@ struct Walk {
         default: break;
       }
     }
-    if (it.uniform) {
+    if (it.uniform && p.offsets) {
       switch (e[0].len) {
         case 1: return gather_points<1>(it, o);
         case 2: return gather_points<2>(it, o);

@@ -140,7 +140,7 @@ Canon* canonicalize(MPI_Datatype t) {
     c->prog = {};
     return c;
   }
-  c->view = {c->prog.items.data(), c->prog.seqs.data(), c->prog.entries.data(), size, ext};
+  c->view = {c->prog.items.data(), c->prog.seqs.data(), c->prog.entries.data(), size, ext, c->prog.offsets.data()};
   c->min_block = INT64_MAX;
   count_blocks(c->prog, 0, c->blocks, c->min_block);
   if (c->blocks == 0) c->min_block = 0;

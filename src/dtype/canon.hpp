@@ -20,6 +20,7 @@ struct Program {
   std::vector<device::Item> items;
   std::vector<device::SeqRange> seqs;
   std::vector<device::GatherEntry> entries;
+  std::vector<int64_t> offsets;  // entries[k].off (device::BlockProgram::offsets)
 };
 
 // Flattens a simplified tree into a program (sequence 0 = `s`).

@@ -80,6 +80,8 @@ int32_t lower_seq(const Seq& s, Program& p) {
 Program lower(const Seq& s) {
   Program p;
   lower_seq(s, p);
+  p.offsets.reserve(p.entries.size());
+  for (const device::GatherEntry& e : p.entries) p.offsets.push_back(e.off);
   return p;
 }
 

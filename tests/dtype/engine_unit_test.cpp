@@ -28,7 +28,8 @@ Built build(Seq s, int64_t extent) {
   dtype::simplify(s);
   Built b;
   b.prog = dtype::lower(s);
-  b.view = {b.prog.items.data(), b.prog.seqs.data(), b.prog.entries.data(), b.prog.seqs[0].bytes, extent};
+  b.view = {b.prog.items.data(), b.prog.seqs.data(), b.prog.entries.data(), b.prog.seqs[0].bytes, extent,
+            b.prog.offsets.data()};
   return b;
 }
 
@@ -96,6 +97,27 @@ TEST(DtypeEngine, GathersAndGroups) {
     Built b = build(s, 8000);
     SCOPED_TRACE(dtype::to_string(s));
     check_same(b, 2, -1200, 8000 * 2 + 8000, rng);
+    // Without the dense offsets array a program must still pack right (variable-width path).
+    b.view.offsets = nullptr;
+    check_same(b, 2, -1200, 8000 * 2 + 8000, rng);
+  }
+}
+
+// Long gathers (the 4-at-a-time loop and its tail) of each fixed width and of mixed widths,
+// overlapping runs included (unpack: the later run wins, as in typemap order).
+TEST(DtypeEngine, LongGathers) {
+  std::mt19937_64 rng(13);
+  for (int64_t w : {0, 1, 2, 4, 8, 12, 16, 24, 32, 64}) {
+    for (int n : {5, 6, 7, 8, 33}) {
+      Node g;
+      g.kind = Node::Gather;
+      for (int i = 0; i < n; ++i)
+        g.runs.push_back({static_cast<int64_t>(rng() % 4096), w ? w : 1 + static_cast<int64_t>(rng() % 300)});
+      Built b = build(Seq{g}, 5000);
+      SCOPED_TRACE(dtype::to_string(Seq{g}));
+      check_same(b, 1, 0, 5000, rng);
+      check_same(b, 3, 0, 15000, rng);
+    }
   }
 }
 
