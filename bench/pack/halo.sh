@@ -1,0 +1,63 @@
+#!/bin/bash
+# 3D halo exchange (bench_halo: 26 neighbours, subarray types, Isend/Irecv/Waitall) with the MPI
+# alone (libhier preloaded with HIER_DISABLE=1) and with libhier, run alternately, both MPIs.
+#   bench/pack/halo.sh [--mpi openmpi|mpich|both] [--np P] [--n N] [--ghost G] [--iters I] [--rounds R]
+# Defaults: both MPIs, 8 ranks (2x2x2), 64^3 doubles per rank, 2 ghost layers, 50 iterations,
+# 5 rounds. Each round runs the two variants back to back (the order alternates between rounds);
+# each run prints the median over its iterations of the slowest rank's exchange time. The
+# summary per MPI is the median over rounds of each variant and their ratio (> 1: libhier is
+# faster). Extra HIER_* variables in the environment (HIER_TUNE_FILE) reach the libhier runs.
+# Needs build/<mpi>/ (cmake --preset <mpi> && cmake --build --preset <mpi>).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+mpis=(openmpi mpich) np=8 n=64 ghost=2 iters=50 rounds=5
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --mpi) [[ $2 == both ]] && mpis=(openmpi mpich) || mpis=("$2"); shift 2 ;;
+    --np) np=$2; shift 2 ;;
+    --n) n=$2; shift 2 ;;
+    --ghost) ghost=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    *) echo "halo.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# run MPI DISABLE: one bench_halo run; prints its median in microseconds (fails if invalid).
+run() {
+  local mpi=$1 disable=$2 b=build/$1 out
+  local lib=$PWD/$b/libhier.so
+  local env=(LD_PRELOAD "$lib" HIER_DISABLE "$disable")
+  [[ -n ${HIER_TUNE_FILE:-} ]] && env+=(HIER_TUNE_FILE "$HIER_TUNE_FILE")
+  local flags=()
+  if [[ $mpi == openmpi ]]; then
+    flags=(--oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none)
+    for ((k = 0; k < ${#env[@]}; k += 2)); do flags+=(-x "${env[k]}=${env[k + 1]}"); done
+  else
+    for ((k = 0; k < ${#env[@]}; k += 2)); do flags+=(-genv "${env[k]}" "${env[k + 1]}"); done
+  fi
+  out=$(timeout 600 "mpiexec.$mpi" "${flags[@]}" -n "$np" "$b/bench/pack/bench_halo" \
+        --n "$n" --ghost "$ghost" --iters "$iters" --warmup 5) || { echo "$out" >&2; return 1; }
+  grep -q 'valid=1' <<<"$out" || { echo "$out" >&2; return 1; }
+  # "median|what was run" (the description without the variant)
+  echo "$(sed -n 's/^RESULT median_us=\([0-9.]*\).*/\1/p' <<<"$out")|$(sed -n 's/^\(MPI: .*\)/\1/p; s/^halo: \(.*\), \(MPI alone\|libhier\)$/\1/p' <<<"$out" | paste -sd ';')"
+}
+
+for mpi in "${mpis[@]}"; do
+  [[ -x build/$mpi/bench/pack/bench_halo && -f build/$mpi/libhier.so ]] || { echo "skip $mpi: build/$mpi not built"; continue; }
+  alone=() lib=()
+  for ((r = 1; r <= rounds; ++r)); do
+    if ((r % 2)); then a=$(run "$mpi" 1); l=$(run "$mpi" 0); else l=$(run "$mpi" 0); a=$(run "$mpi" 1); fi
+    ((r > 1)) || echo "== ${a#*|}" | sed 's/;/\n   /'
+    a=${a%%|*} l=${l%%|*}
+    alone+=("$a") lib+=("$l")
+    printf 'round %d: MPI alone %10.1f us   libhier %10.1f us\n' "$r" "$a" "$l"
+  done
+  ma=$(printf '%s\n' "${alone[@]}" | median)
+  ml=$(printf '%s\n' "${lib[@]}" | median)
+  printf '%s: median of %d rounds: MPI alone %.1f us, libhier %.1f us, MPI alone / libhier = %.2f\n' \
+    "$mpi" "$rounds" "$ma" "$ml" "$(awk -v a="$ma" -v l="$ml" 'BEGIN {print a / l}')"
+done
