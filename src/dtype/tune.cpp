@@ -1,5 +1,7 @@
 #include "dtype/tune.hpp"
 
+#include <mpi.h>  // which MPI the built-in model is for
+
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -31,6 +33,9 @@ TuneModel builtin_model() {
   // `mpiexec -n 2 hier-tune` on the 2-core reference VM, rounded (bench/RESULTS.md, "Datatype
   // engine"; the VM was loaded, so treat them as orders of magnitude and re-tune real nodes).
   TuneModel m;
+#if !defined(OMPI_MAJOR_VERSION) && !defined(MPICH_VERSION)
+#error "built-in datatype model: neither Open MPI nor MPICH"
+#endif
 #if defined(OMPI_MAJOR_VERSION)
   m.engine_pack = {0, 0.026, 0.22};
   m.engine_unpack = {0, 0.026, 0.26};
