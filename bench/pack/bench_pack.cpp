@@ -3,7 +3,9 @@
 //   mpiexec -n 1 bench_pack [--quick] [--filter TEXT]
 // --filter runs only the patterns whose name contains TEXT (e.g. --filter indexed).
 // Prints a markdown table of throughputs (packed bytes / time), each the best of 9 interleaved
-// batches of >= 20 ms (see time_all).
+// batches of >= 20 ms (see time_all). The last column says what the interposed MPI_Pack /
+// MPI_Unpack would run for that call under the planner's model (HIER_TUNE_FILE or built-in):
+// libhier's engine or the MPI's own.
 #include <mpi.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 
 #include "dtype/canon.hpp"
 #include "dtype/engine.hpp"
+#include "dtype/planner.hpp"
 
 namespace {
 
@@ -93,10 +96,12 @@ void run(const Case& c) {
   const double t_floor = pk[0], t_lib = canon->ok ? pk[1] : 0, t_mpi = pk[2];
   const double u_floor = up[0], u_lib = canon->ok ? up[1] : 0, u_mpi = up[2];
   auto gbs = [&](double s) { return s > 0 ? bytes / s / 1e9 : 0.0; };
-  std::printf("| %s | %lld | %lld | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f |%s\n", c.name.c_str(),
+  auto pick = [&](bool engine) { return canon->ok && engine ? "libhier" : "MPI"; };
+  std::printf("| %s | %lld | %lld | %.1f | %.1f | %.1f | %.2f | %.1f | %.1f | %.1f | %.2f | %s / %s |%s\n", c.name.c_str(),
               static_cast<long long>(bytes / 1024), static_cast<long long>(canon->blocks * c.count), gbs(t_floor),
               gbs(t_lib), gbs(t_mpi), t_lib > 0 ? t_mpi / t_lib : 0.0, gbs(u_floor), gbs(u_lib), gbs(u_mpi),
-              u_lib > 0 ? u_mpi / u_lib : 0.0, same ? "" : " **MISMATCH**");
+              u_lib > 0 ? u_mpi / u_lib : 0.0, pick(canon->ok && hier::dtype::plan_engine_pack(*canon, c.count)),
+              pick(canon->ok && hier::dtype::plan_engine_unpack(*canon, c.count)), same ? "" : " **MISMATCH**");
   std::fflush(stdout);
   MPI_Type_free(&t);
 }
@@ -117,8 +122,9 @@ int main(int argc, char** argv) {
   l = l.substr(0, l.find_first_of("\n,"));
   std::printf("MPI: %s\n\n", l.c_str());
   std::printf("| pattern | KiB | blocks | pack floor GB/s | pack libhier GB/s | pack MPI GB/s | MPI time / libhier time |"
-              " unpack floor GB/s | unpack libhier GB/s | unpack MPI GB/s | MPI time / libhier time |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+              " unpack floor GB/s | unpack libhier GB/s | unpack MPI GB/s | MPI time / libhier time |"
+              " interposed pack / unpack runs |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 
   // 1. Vectors: blocks of 4 B .. 512 B, stride twice the block, ~2 MiB packed.
   const int64_t total = 2 << 20;
