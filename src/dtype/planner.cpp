@@ -22,6 +22,20 @@ std::optional<bool> forced(const TuneModel& m) {
   return std::nullopt;
 }
 
+// Packed, a message costs the engine's pack and unpack, plus the contiguous message, which
+// moves the packed bytes through the transport with (at least) two more copies. The MPI alone
+// moves them with its own pack and unpack instead of those copies (or fewer copies, with a
+// single-copy transport). So packing can only win when the engine's pack + unpack + two dense
+// copies beat the MPI's pack + unpack: a necessary condition from the pack lines alone, which
+// are measured in one process and reliable, unlike the end-to-end lines on a busy machine.
+// Where the MPI's datatype engine is near memory speed (Open MPI from ~64-byte blocks), this
+// leaves the message to the MPI.
+bool pack_can_win(const TuneModel& m, const Size& s) {
+  const double copies = (m.engine_pack.ns_per_byte + m.engine_unpack.ns_per_byte) * s.bytes;
+  return m.engine_pack.at(s.bytes, s.blocks) + m.engine_unpack.at(s.bytes, s.blocks) + copies <
+         m.mpi_pack.at(s.bytes, s.blocks) + m.mpi_unpack.at(s.bytes, s.blocks);
+}
+
 bool p2p(const Canon& c, int64_t count) {
   const TuneModel& m = tune_model();
   if (auto f = forced(m)) return *f;
@@ -29,7 +43,7 @@ bool p2p(const Canon& c, int64_t count) {
   if (s.bytes < static_cast<double>(m.min_bytes)) return false;
   const double ours = m.engine_pack.at(s.bytes, s.blocks) + m.engine_unpack.at(s.bytes, s.blocks) +
                       m.contig_p2p.at(s.bytes, 1);
-  return ours < m.mpi_p2p.at(s.bytes, s.blocks);
+  return ours < m.mpi_p2p.at(s.bytes, s.blocks) && pack_can_win(m, s);
 }
 
 bool engine(const Canon& c, int64_t count, const CostLine& ours, const CostLine& theirs) {
