@@ -7,9 +7,6 @@
 namespace hier::dtype {
 namespace {
 
-struct Size {
-  double bytes, blocks;
-};
 Size size_of(const Canon& c, int64_t count) {
   return {static_cast<double>(count) * static_cast<double>(c.size),
           static_cast<double>(count) * static_cast<double>(c.blocks)};
@@ -36,14 +33,21 @@ bool pack_can_win(const TuneModel& m, const Size& s) {
          m.mpi_pack.at(s.bytes, s.blocks) + m.mpi_unpack.at(s.bytes, s.blocks);
 }
 
-bool p2p(const Canon& c, int64_t count) {
-  const TuneModel& m = tune_model();
-  if (auto f = forced(m)) return *f;
-  const Size s = size_of(c, count);
+}  // namespace
+
+bool p2p_pays(const TuneModel& m, const Size& s) {
   if (s.bytes < static_cast<double>(m.min_bytes)) return false;
   const double ours = m.engine_pack.at(s.bytes, s.blocks) + m.engine_unpack.at(s.bytes, s.blocks) +
                       m.contig_p2p.at(s.bytes, 1);
   return ours < m.mpi_p2p.at(s.bytes, s.blocks) && pack_can_win(m, s);
+}
+
+namespace {
+
+bool p2p(const Canon& c, int64_t count) {
+  const TuneModel& m = tune_model();
+  if (auto f = forced(m)) return *f;
+  return p2p_pays(m, size_of(c, count));
 }
 
 bool engine(const Canon& c, int64_t count, const CostLine& ours, const CostLine& theirs) {

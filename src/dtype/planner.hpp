@@ -8,6 +8,13 @@
 
 namespace hier::dtype {
 
+struct TuneModel;
+struct Size {
+  double bytes, blocks;  // packed bytes, contiguous runs
+};
+// The point-to-point rule under model m (policy aside): does packing a message of this size pay?
+bool p2p_pays(const TuneModel& m, const Size& s);
+
 // Point-to-point: packing + contiguous message + unpacking vs the MPI's derived-type message.
 // Both sides use the same model, so for equal layouts they decide alike (either way the bytes
 // on the wire are the same, so a mixed decision is still correct).

@@ -11,6 +11,8 @@
 #include "device/backend.hpp"
 #include "dtype/canon.hpp"
 #include "dtype/engine.hpp"
+#include "dtype/planner.hpp"
+#include "dtype/tune.hpp"
 #include "reference.hpp"
 
 namespace hier::test {
@@ -202,6 +204,39 @@ TEST(DtypeSizes, BeyondTwoToThe31) {
   EXPECT_EQ(big.nd, 0);
   EXPECT_EQ(big.width, int64_t{1} << 36);
   EXPECT_EQ(big.bytes, int64_t{1} << 36);
+}
+
+// The point-to-point rule: packing needs the end-to-end lines to favour it *and* the engine's
+// pack + unpack + two dense copies to beat the MPI's own pack + unpack.
+TEST(DtypePlanner, PackOnlyWhereThePackLinesAllowIt) {
+  dtype::TuneModel m;
+  m.engine_pack = m.engine_unpack = {0, 0.025, 0.2};
+  m.mpi_p2p = {0, 1.5, 4};  // end to end: the derived type looks slow at every size
+  m.contig_p2p = {400, 0.1, 0};
+  const dtype::Size small_runs{65536, 4096}, large_runs{65536, 128};  // 16 B and 512 B runs
+  m.mpi_pack = m.mpi_unpack = {0, 0.025, 2};  // an MPI datatype engine at memory speed per byte
+  EXPECT_TRUE(dtype::p2p_pays(m, small_runs));
+  EXPECT_FALSE(dtype::p2p_pays(m, large_runs));
+  m.mpi_pack = m.mpi_unpack = {0, 0.3, 1};  // a slow one: both pay
+  EXPECT_TRUE(dtype::p2p_pays(m, small_runs));
+  EXPECT_TRUE(dtype::p2p_pays(m, large_runs));
+  m.mpi_p2p = {0, 0.1, 0};  // the end-to-end lines say no: no
+  EXPECT_FALSE(dtype::p2p_pays(m, small_runs));
+  m.mpi_p2p = {0, 1.5, 4};
+  m.min_bytes = 1 << 20;
+  EXPECT_FALSE(dtype::p2p_pays(m, small_runs));
+}
+
+// The built-in model is the one for the MPI this was built against (Open MPI's convertor is
+// near memory speed for 512-byte runs, MPICH's datatype path is not).
+TEST(DtypePlanner, BuiltinModelMatchesTheMpi) {
+  const dtype::TuneModel m = dtype::builtin_model();
+#if defined(OMPI_MAJOR_VERSION)
+  EXPECT_FALSE(dtype::p2p_pays(m, {65536, 128}));
+#else
+  EXPECT_TRUE(dtype::p2p_pays(m, {65536, 128}));
+#endif
+  EXPECT_TRUE(dtype::p2p_pays(m, {65536, 4096}));
 }
 
 }  // namespace
