@@ -23,7 +23,12 @@ struct Owned {
 };
 
 std::mutex g_mu;
-std::unordered_map<MPI_Request, Owned> g_table;
+// A multimap: a send that completes at once may get a shared, pre-completed handle (MPICH's
+// lightweight requests, Open MPI's ompi_request_empty for inline sends), so several owned
+// sends can have one handle value. Any of them may be finished by any completion of that
+// value: they are all complete. (With a map, all but one were dropped: their staging buffers
+// leaked, 25 of 26 sends of a halo exchange.)
+std::unordered_multimap<MPI_Request, Owned> g_table;
 std::vector<std::pair<MPI_Request, Owned>> g_detached;
 std::atomic<int> g_ndetached{0};
 std::once_flag g_hook_once;

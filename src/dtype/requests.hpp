@@ -3,10 +3,11 @@
 // completes them. The user holds the MPI's own request handle, so MPI_Cancel, MPI_Probe and
 // the status fields work unchanged; libhier only adds work after completion.
 //
-// Entries are keyed by the active request handle. A handle is unique while its request is
-// active, and every completion call takes the entry out *before* calling the MPI (and puts it
-// back if the request did not complete), so a handle value reused by the MPI after completion
-// can never meet a stale entry.
+// Entries are keyed by the request handle. A handle is unique while its request is active
+// (except shared handles of sends that completed at once, which the MPIs return: several
+// entries then have one key, all complete), and every completion call takes the entry out
+// *before* calling the MPI (and puts it back if the request did not complete), so a handle
+// value reused by the MPI after completion can never meet a stale entry.
 #pragma once
 
 #include <mpi.h>

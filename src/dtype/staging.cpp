@@ -10,7 +10,10 @@ namespace {
 
 constexpr size_t kMinClass = 12;                  // 4 KiB
 constexpr size_t kMaxKept = size_t{64} << 20;     // keep at most 64 MiB of idle buffers
-constexpr size_t kPerClass = 4;
+// A halo exchange keeps up to 2 x 26 messages in flight, many of one size class; fewer kept
+// buffers would free and re-allocate (above 128 KiB: mmap, munmap and page faults) most of
+// them on every exchange. The 64 MiB cap bounds the total.
+constexpr size_t kPerClass = 64;
 
 std::mutex g_mu;
 std::vector<Staging> g_free[64];
