@@ -44,28 +44,26 @@ int typed_copy(const void* src, void* dst, int64_t n, const TypeInfo& t) {
   return PMPI_Sendrecv(src, c, t.type, 0, 0, dst, c, t.type, 0, 0, private_self(), MPI_STATUS_IGNORE);
 }
 
-int pack(const void* src, int64_t n, const TypeInfo& t, void* dst) {
+namespace {
+
+// Dense types are plain bytes; others go through the MPI's own pack engine on private_self().
+int convert(const void* src, int64_t n, const TypeInfo& t, void* dst, bool packing) {
   if (n <= 0) return MPI_SUCCESS;
+  const int64_t bytes = n * t.size;
   if (t.dense) {
-    std::memcpy(dst, src, static_cast<size_t>(n * t.size));
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
     return MPI_SUCCESS;
   }
-  int pos = 0;
-  const int64_t bytes = n * t.size;
   if (n > INT_MAX || bytes > INT_MAX) return MPI_ERR_COUNT;
-  return PMPI_Pack(src, static_cast<int>(n), t.type, dst, static_cast<int>(bytes), &pos, private_self());
+  int pos = 0;
+  const int c = static_cast<int>(n), b = static_cast<int>(bytes);
+  return packing ? PMPI_Pack(src, c, t.type, dst, b, &pos, private_self())
+                 : PMPI_Unpack(src, b, &pos, dst, c, t.type, private_self());
 }
 
-int unpack(const void* src, int64_t n, const TypeInfo& t, void* dst) {
-  if (n <= 0) return MPI_SUCCESS;
-  if (t.dense) {
-    std::memcpy(dst, src, static_cast<size_t>(n * t.size));
-    return MPI_SUCCESS;
-  }
-  int pos = 0;
-  const int64_t bytes = n * t.size;
-  if (n > INT_MAX || bytes > INT_MAX) return MPI_ERR_COUNT;
-  return PMPI_Unpack(src, static_cast<int>(bytes), &pos, dst, static_cast<int>(n), t.type, private_self());
-}
+}  // namespace
+
+int pack(const void* src, int64_t n, const TypeInfo& t, void* dst) { return convert(src, n, t, dst, true); }
+int unpack(const void* src, int64_t n, const TypeInfo& t, void* dst) { return convert(src, n, t, dst, false); }
 
 }  // namespace hier::exec

@@ -48,4 +48,7 @@ struct Split {
 };
 Split split_even(int64_t n, int parts);
 
+// An Allgatherv step whose counts are all equal becomes the cheaper Allgather.
+void uniform_to_allgather(Step& ag);
+
 }  // namespace hier::sched

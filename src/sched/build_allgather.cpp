@@ -30,16 +30,7 @@ Schedule build_allgather(const topo::Shape& s, int rank, const std::vector<int64
       ag.counts.push_back(hoff[base + (i + 1) * span] - hoff[base + i * span]);
       ag.displs.push_back(hoff[base + i * span] - hoff[base]);
     }
-    bool even = true;
-    for (int64_t c : ag.counts) even &= c == ag.counts[0];
-    if (even) {
-      ag.kind = Kind::Allgather;
-      ag.count = ag.counts[0];
-      ag.counts.clear();
-      ag.displs.clear();
-    } else {
-      ag.kind = Kind::Allgatherv;
-    }
+    uniform_to_allgather(ag);
     out.steps.push_back(ag);
     span = group;
   }

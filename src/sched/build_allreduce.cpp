@@ -82,14 +82,7 @@ Schedule rs_ar_ag(const topo::Shape& s, int rank, int64_t n, bool in_place, bool
     if (!ag.in_place) ag.src = cur;
     ag.counts = seg.parts.counts;
     ag.displs = seg.parts.displs;
-    bool even = true;
-    for (int64_t c : ag.counts) even &= c == ag.counts[0];
-    if (even) {
-      ag.kind = Kind::Allgather;
-      ag.count = ag.counts[0];
-      ag.counts.clear();
-      ag.displs.clear();
-    }
+    uniform_to_allgather(ag);
     out.steps.push_back(ag);
     cur = ag.dst;
   }

@@ -31,4 +31,14 @@ const char* to_string(Algorithm a) {
   return "?";
 }
 
+void uniform_to_allgather(Step& ag) {
+  ag.kind = Kind::Allgatherv;
+  for (int64_t c : ag.counts)
+    if (c != ag.counts[0]) return;
+  ag.kind = Kind::Allgather;
+  ag.count = ag.counts.empty() ? 0 : ag.counts[0];
+  ag.counts.clear();
+  ag.displs.clear();
+}
+
 }  // namespace hier::sched

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -14,6 +15,20 @@
 #include <vector>
 
 namespace coll_test {
+
+// A communicator under test, with my rank and its size.
+struct Env {
+  MPI_Comm comm;
+  int rank, size;
+};
+inline Env env_of(MPI_Comm c) {
+  Env e{c, 0, 0};
+  MPI_Comm_rank(c, &e.rank);
+  MPI_Comm_size(c, &e.size);
+  return e;
+}
+// COLL_TEST_QUICK: the reduced matrix of the 6+ rank variants (tests/coll/CMakeLists.txt).
+inline bool quick() { return std::getenv("COLL_TEST_QUICK") != nullptr; }
 
 struct TypeCase {
   std::string name;

@@ -9,30 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "cases.hpp"
+
 namespace {
 
-struct Env {
-  MPI_Comm comm;
-  int rank, size;
-};
+using coll_test::Env;
+using coll_test::env_of;
 
 std::vector<Env> comms() {
-  std::vector<Env> v;
-  auto add = [&](MPI_Comm c) {
-    Env e{c, 0, 0};
-    MPI_Comm_rank(c, &e.rank);
-    MPI_Comm_size(c, &e.size);
-    v.push_back(e);
-  };
-  add(MPI_COMM_WORLD);
-  if (std::getenv("COLL_TEST_QUICK")) return v;
+  std::vector<Env> v{env_of(MPI_COMM_WORLD)};
+  if (coll_test::quick()) return v;
   static MPI_Comm rev = MPI_COMM_NULL;
   if (rev == MPI_COMM_NULL) {  // the same ranks in reverse order
     int r;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_split(MPI_COMM_WORLD, 0, -r, &rev);
   }
-  add(rev);
+  v.push_back(env_of(rev));
   return v;
 }
 

@@ -14,30 +14,16 @@
 namespace coll_test {
 namespace {
 
-struct Env {
-  MPI_Comm comm;
-  int rank, size;
-};
-
-bool quick() { return std::getenv("COLL_TEST_QUICK") != nullptr; }
-
 std::vector<Env> comms() {
   // WORLD and the even / odd halves of a split (each half runs it: every rank takes part).
-  std::vector<Env> v;
-  auto add = [&](MPI_Comm c) {
-    Env e{c, 0, 0};
-    MPI_Comm_rank(c, &e.rank);
-    MPI_Comm_size(c, &e.size);
-    v.push_back(e);
-  };
-  add(MPI_COMM_WORLD);
+  std::vector<Env> v{env_of(MPI_COMM_WORLD)};
   static MPI_Comm half = MPI_COMM_NULL;
   if (half == MPI_COMM_NULL) {
     int r;
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
   }
-  if (!quick()) add(half);
+  if (!quick()) v.push_back(env_of(half));
   return v;
 }
 
