@@ -2,15 +2,19 @@
 # 3D halo exchange (bench_halo: 26 neighbours, subarray types, Isend/Irecv/Waitall) with the MPI
 # alone (libhier preloaded with HIER_DISABLE=1) and with libhier, run alternately, both MPIs.
 #   bench/pack/halo.sh [--mpi openmpi|mpich|both] [--np P] [--n N] [--ghost G] [--iters I] [--rounds R]
+#                      [--single-copy none|cma|knem|xpmem]
 # Defaults: both MPIs, 8 ranks (2x2x2), 64^3 doubles per rank, 2 ghost layers, 50 iterations,
 # 5 rounds. Each round runs the two variants back to back (the order alternates between rounds);
 # each run prints the median over its iterations of the slowest rank's exchange time. The
 # summary per MPI is the median over rounds of each variant and their ratio (> 1: libhier is
 # faster). Extra HIER_* variables in the environment (HIER_TUNE_FILE) reach the libhier runs.
+# Open MPI runs with --oversubscribe --bind-to none and btl_vader_single_copy_mechanism=none
+# (as the tests: CMA needs ptrace rights that containers often lack); --single-copy cma lets
+# large contiguous messages, libhier's packed ones included, use one copy where it works.
 # Needs build/<mpi>/ (cmake --preset <mpi> && cmake --build --preset <mpi>).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-mpis=(openmpi mpich) np=8 n=64 ghost=2 iters=50 rounds=5
+mpis=(openmpi mpich) np=8 n=64 ghost=2 iters=50 rounds=5 single_copy=none
 while [[ $# -gt 0 ]]; do
   case $1 in
     --mpi) [[ $2 == both ]] && mpis=(openmpi mpich) || mpis=("$2"); shift 2 ;;
@@ -19,6 +23,7 @@ while [[ $# -gt 0 ]]; do
     --ghost) ghost=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
+    --single-copy) single_copy=$2; shift 2 ;;
     *) echo "halo.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +39,7 @@ run() {
   [[ -n ${HIER_TUNE_FILE:-} ]] && env+=(HIER_TUNE_FILE "$HIER_TUNE_FILE")
   local flags=()
   if [[ $mpi == openmpi ]]; then
-    flags=(--oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism none)
+    flags=(--oversubscribe --bind-to none --mca btl_vader_single_copy_mechanism "$single_copy")
     for ((k = 0; k < ${#env[@]}; k += 2)); do flags+=(-x "${env[k]}=${env[k + 1]}"); done
   else
     for ((k = 0; k < ${#env[@]}; k += 2)); do flags+=(-genv "${env[k]}" "${env[k + 1]}"); done
