@@ -152,6 +152,21 @@ def main():
             lines.append(f"| {mpi} | {variant} | {per_call / 2**20:.1f} | {per_call / fl:.2f} | "
                          f"{float(t):.0f} | {tf:.0f} | {float(t) / tf:.2f} |" if t else f"| {mpi} | {variant} | {per_call / 2**20:.1f} | {per_call / fl:.2f} | - | - | - |")
         lines.append("")
+    # The practical floor: what the MPI alone moves across the links with every rank of a node
+    # sending its share to its counterpart at once (bench/hier-bench/link_probe.cpp, no libhier).
+    probes = sorted(glob.glob(os.path.join(a.raw, "*.probe.txt")))
+    if probes:
+        lines += ["## The practical floor: raw pair traffic across the links", "",
+                  "`link-probe --bytes 16777216` (no libhier, no reduction): every rank sends its share of 16 MiB "
+                  "per node to its counterpart on the other node with `MPI_Sendrecv`, all at once. "
+                  "This is the least any schedule built on this MPI's point-to-point can take here.", ""]
+        for path in probes:
+            mpi = os.path.basename(path).split(".")[0]
+            with open(path) as f:
+                for l in f:
+                    if l.startswith("link-probe:"):
+                        lines.append(f"- {mpi}: {l.strip()[len('link-probe: '):]}")
+        lines.append("")
     with open(os.path.join(a.out, "RESULTS-cluster.md"), "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {os.path.join(a.out, 'RESULTS-cluster.md')}")

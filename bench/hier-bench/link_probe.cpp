@@ -1,0 +1,88 @@
+// link-probe: what the MPI alone moves across the node links when every rank of a node talks
+// to its counterpart on the next node at once: the practical floor on a machine, next to the
+// link-bound floor (bytes / link rate). No collective, no reduction, no libhier (run it without
+// LD_PRELOAD): PMPI-level pair traffic only, with the MPI's own waiting.
+//
+//   link-probe [--bytes B] [--iters N]
+//
+// B: bytes each NODE sends per iteration (default 16 MiB, what a 16 MiB allreduce must send
+// across 2 nodes), split evenly over its ranks; every rank sends its share to the rank with the
+// same local index on the next node and receives from the previous node (a ring of nodes).
+// Prints the median and minimum over iterations of the slowest rank's time, and the rate per
+// node per direction. Needs equal ranks per node.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  long long bytes = 16ll << 20;
+  int iters = 8;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "link-probe: unknown option %s (see the header of link_probe.cpp)\n", argv[i]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm node, cross;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int local = 0, ppn = 1;
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_size(node, &ppn);
+  MPI_Comm_split(MPI_COMM_WORLD, local, rank, &cross);
+  int me = 0, nodes = 1;
+  MPI_Comm_rank(cross, &me);
+  MPI_Comm_size(cross, &nodes);
+  int ppn_min = ppn, ppn_max = ppn;
+  MPI_Allreduce(MPI_IN_PLACE, &ppn_min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &ppn_max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (nodes < 2 || ppn_min != ppn_max) {
+    if (rank == 0) std::fprintf(stderr, "link-probe: needs 2+ nodes with equal ranks per node (%d nodes, %d-%d per node)\n", nodes, ppn_min, ppn_max);
+    MPI_Finalize();
+    return 2;
+  }
+  const size_t share = static_cast<size_t>(bytes / ppn);
+  std::vector<char> out(share, static_cast<char>(rank)), in(share);
+  const int to = (me + 1) % nodes, from = (me + nodes - 1) % nodes;
+  int sender = 0;  // world rank of the rank I receive from
+  MPI_Group cg, wg;
+  MPI_Comm_group(cross, &cg);
+  MPI_Comm_group(MPI_COMM_WORLD, &wg);
+  MPI_Group_translate_ranks(cg, 1, &from, wg, &sender);
+  MPI_Group_free(&cg);
+  MPI_Group_free(&wg);
+  std::vector<double> t;
+  for (int it = 0; it < iters + 1; ++it) {  // the first is a warm-up (connection setup)
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    MPI_Sendrecv(out.data(), static_cast<int>(share), MPI_BYTE, to, 0, in.data(), static_cast<int>(share), MPI_BYTE, from, 0,
+                 cross, MPI_STATUS_IGNORE);
+    double d = MPI_Wtime() - t0, worst = 0;
+    MPI_Reduce(&d, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (it > 0) t.push_back(worst);
+    if (share > 0 && (in[0] != static_cast<char>(sender) || in[share - 1] != static_cast<char>(sender))) {
+      std::fprintf(stderr, "link-probe: rank %d received wrong data\n", rank);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  if (rank == 0) {
+    std::sort(t.begin(), t.end());
+    const double med = t[t.size() / 2];
+    std::printf("link-probe: %d nodes x %d ranks, %lld bytes per node per direction: median %.1f ms, min %.1f ms, "
+                "%.1f MB/s per node per direction (median)\n",
+                nodes, ppn, static_cast<long long>(share * ppn), med * 1e3, t.front() * 1e3, share * ppn / med / 1e6);
+  }
+  MPI_Comm_free(&cross);
+  MPI_Comm_free(&node);
+  MPI_Finalize();
+  return 0;
+}
