@@ -6,7 +6,7 @@
 #
 #   tools/bench-cluster.sh [--nodes 2] [--ppn 4] [--link 1gbit] [--mpis "openmpi mpich"]
 #                          [--colls allreduce,allgather,reduce_scatter_block,bcast]
-#                          [--min 8] [--max 16777216] [--iters 10] [--reps 2] [--timeout 900]
+#                          [--min 8] [--max 16777216] [--iters 10] [--reps 2] [--timeout 600]
 #                          [--out DIR]
 #
 # Variants (same launcher options for all; only the library and its knobs differ):
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 command_line="tools/bench-cluster.sh $*"
 nodes=2 ppn=4 link=1gbit mpis="openmpi mpich" colls=allreduce,allgather,reduce_scatter_block,bcast
-min=8 max=$((16 << 20)) iters=10 reps=2 out=bench timeout=900
+min=8 max=$((16 << 20)) iters=10 reps=2 out=bench timeout=600
 while (($#)); do
   case $1 in
     --nodes) nodes=$2; shift 2;; --ppn) ppn=$2; shift 2;; --link) link=$2; shift 2;;
@@ -32,7 +32,7 @@ while (($#)); do
 done
 [[ $(id -u) -eq 0 ]] || { echo "bench-cluster.sh: needs root (network namespaces)" >&2; exit 2; }
 for mpi in $mpis; do
-  [[ -x build/$mpi/hier-bench && -f build/$mpi/libhier.so ]] || { cmake --preset "$mpi" >/dev/null && cmake --build --preset "$mpi" >/dev/null; }
+  [[ -x build/$mpi/hier-bench && -x build/$mpi/link-probe && -f build/$mpi/libhier.so ]] || { cmake --preset "$mpi" >/dev/null && cmake --build --preset "$mpi" >/dev/null; }
 done
 command -v gnuplot >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnuplot-nox >/dev/null || true
 
@@ -59,6 +59,7 @@ run_variant() {  # mpi variant rep
     "$root/build/$mpi/hier-bench" "${bench_args[@]}" --label "$mpi/$variant" --csv "$raw/$mpi.$variant.$rep.csv" \
     > "$raw/$mpi.$variant.$rep.log" 2>&1 || { echo "run failed: $mpi $variant $rep (log tail below; going on)"; tail -5 "$raw/$mpi.$variant.$rep.log"
     echo "$mpi $variant $rep" >> "$raw/failed.txt"; }
+  # Recorded also after a failure: a run killed in a finalize hang still moved its data.
   after=$(tools/minicluster links --json)
   printf '%s\n%s\n' "$before" "$after" > "$raw/$mpi.$variant.$rep.links"
 }
@@ -75,14 +76,22 @@ for mpi in $mpis; do
     done
   done
 done
-# Focus: bytes over the links for one 16 MiB float32 Allreduce (1 warm-up + 5 timed calls).
+# Focus: bytes over the links for one 16 MiB float32 Allreduce (1 warm-up + 5 timed calls;
+# bench_report.py divides the link counters by the calls the CSV reports).
 for mpi in $mpis; do
   variants="mpi hier"
   [[ $mpi == openmpi ]] && variants="mpi han hier"
   for v in $variants; do
     echo "== $mpi: $v, 16 MiB allreduce link bytes"
-    bench_args=(--colls allreduce --min $((16 << 20)) --max $((16 << 20)) --iters 5 --warmup 1)
+    bench_args=(--colls allreduce --min $((16 << 20)) --max $((16 << 20)) --iters 5 --warmup 1 --max-iters-bytes $((16 << 20)))
     run_variant "$mpi" "$v" focus
+  done
+done
+# The practical floor: raw pair traffic across the links, the MPI alone (3 runs each).
+for mpi in $mpis; do
+  for rep in 1 2 3; do
+    tools/minicluster run --timeout "$timeout" --mpi "$mpi" -- "$root/build/$mpi/link-probe" --bytes $((16 << 20)) \
+      >> "$raw/$mpi.probe.txt" 2>&1 || echo "$mpi link-probe $rep" >> "$raw/failed.txt"
   done
 done
 uptime > "$raw/load.txt"

@@ -1,22 +1,65 @@
 // hier-info: what libhier would do in this environment. Prints the parsed HIER_* configuration
-// (with any errors), the MPI library, and with --vars / --markdown every variable libhier knows.
-// Needs no mpiexec; it never initializes MPI.
+// (with any errors), the MPI library, and with --vars / --markdown every variable libhier knows;
+// these need no mpiexec and never initialize MPI. `--levels`, run under mpiexec like the
+// application, initializes MPI and prints the levels HIER_LEVELS gives MPI_COMM_WORLD there and
+// which ranks share each group.
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "config/registry.hpp"
 #include "core/runtime.hpp"
+#include "topo/discover.hpp"
+#include "topo/shape.hpp"
 
 namespace {
 void usage() {
-  std::puts("usage: hier-info [--vars | --markdown | --help]\n"
+  std::puts("usage: hier-info [--vars | --markdown | --levels | --help]\n"
             "  (no option)  parsed configuration, MPI library, problems found\n"
             "  --vars       every HIER_* variable with default, allowed values and meaning\n"
-            "  --markdown   the same as a Markdown table (the README's table is this output)");
+            "  --markdown   the same as a Markdown table (the README's table is this output)\n"
+            "  --levels     under mpiexec: the levels of MPI_COMM_WORLD and the ranks of each group");
+}
+
+// Collective over MPI_COMM_WORLD: the same discovery libhier runs on a communicator's first
+// hierarchical collective, printed by rank 0 (with every rank's hostname).
+int print_levels() {
+  using namespace hier;
+  MPI_Init(nullptr, nullptr);
+  const config::ParseResult& p = config::process_config();
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  const topo::GroupTable t = topo::discover(comm, p.config, true);
+  const topo::Shape s = topo::analyze(t);
+  char host[MPI_MAX_PROCESSOR_NAME] = {0};
+  int hlen = 0;
+  MPI_Get_processor_name(host, &hlen);
+  std::vector<char> hosts(static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::printf("HIER_LEVELS=%s on %d ranks: %s\n", config::levels_to_string(p.config).c_str(), size, s.describe().c_str());
+    for (size_t l = 0; l < t.names.size(); ++l) {
+      std::map<int, std::vector<int>> groups;  // id -> ranks, in rank order
+      for (int r = 0; r < size; ++r) groups[t.at(r, static_cast<int>(l))].push_back(r);
+      std::printf("  level %s (%zu group%s):\n", t.names[l].c_str(), groups.size(), groups.size() == 1 ? "" : "s");
+      for (const auto& [id, ranks] : groups) {
+        std::printf("    ranks");
+        for (int r : ranks) std::printf(" %d", r);
+        std::printf("  (on %s)\n", &hosts[static_cast<size_t>(ranks.front()) * MPI_MAX_PROCESSOR_NAME]);
+      }
+    }
+  }
+  MPI_Comm_free(&comm);
+  MPI_Finalize();
+  return 0;
 }
 }  // namespace
 
@@ -32,6 +75,7 @@ int main(int argc, char** argv) {
                   v.allowed, v.doc);
     return 0;
   }
+  if (argc > 1 && !std::strcmp(argv[1], "--levels")) return print_levels();
   if (argc > 1) {
     usage();
     return std::strcmp(argv[1], "--help") && std::strcmp(argv[1], "-h") ? 2 : 0;

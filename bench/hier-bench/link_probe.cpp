@@ -3,11 +3,12 @@
 // link-bound floor (bytes / link rate). No collective, no reduction, no libhier (run it without
 // LD_PRELOAD): PMPI-level pair traffic only, with the MPI's own waiting.
 //
-//   link-probe [--bytes B] [--iters N]
+//   link-probe [--bytes B] [--iters N] [--senders K]
 //
 // B: bytes each NODE sends per iteration (default 16 MiB, what a 16 MiB allreduce must send
-// across 2 nodes), split evenly over its ranks; every rank sends its share to the rank with the
-// same local index on the next node and receives from the previous node (a ring of nodes).
+// across 2 nodes), split evenly over its first K ranks (default: all); each of them sends its
+// share to the rank with the same local index on the next node and receives from the previous
+// node (a ring of nodes). The other ranks wait in MPI_Barrier meanwhile (the MPI's own waiting).
 // Prints the median and minimum over iterations of the slowest rank's time, and the rate per
 // node per direction. Needs equal ranks per node.
 #include <mpi.h>
@@ -21,10 +22,11 @@
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   long long bytes = 16ll << 20;
-  int iters = 8;
+  int iters = 8, senders = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--senders") && i + 1 < argc) senders = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "link-probe: unknown option %s (see the header of link_probe.cpp)\n", argv[i]);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -50,7 +52,9 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  const size_t share = static_cast<size_t>(bytes / ppn);
+  if (senders <= 0 || senders > ppn) senders = ppn;
+  const bool sends = local < senders;
+  const size_t share = static_cast<size_t>(bytes / senders);
   std::vector<char> out(share, static_cast<char>(rank)), in(share);
   const int to = (me + 1) % nodes, from = (me + nodes - 1) % nodes;
   int sender = 0;  // world rank of the rank I receive from
@@ -64,12 +68,14 @@ int main(int argc, char** argv) {
   for (int it = 0; it < iters + 1; ++it) {  // the first is a warm-up (connection setup)
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = MPI_Wtime();
-    MPI_Sendrecv(out.data(), static_cast<int>(share), MPI_BYTE, to, 0, in.data(), static_cast<int>(share), MPI_BYTE, from, 0,
-                 cross, MPI_STATUS_IGNORE);
+    if (sends)
+      MPI_Sendrecv(out.data(), static_cast<int>(share), MPI_BYTE, to, 0, in.data(), static_cast<int>(share), MPI_BYTE, from, 0,
+                   cross, MPI_STATUS_IGNORE);
+    MPI_Barrier(MPI_COMM_WORLD);  // the others wait here, as non-leaders wait in a hierarchical schedule
     double d = MPI_Wtime() - t0, worst = 0;
     MPI_Reduce(&d, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (it > 0) t.push_back(worst);
-    if (share > 0 && (in[0] != static_cast<char>(sender) || in[share - 1] != static_cast<char>(sender))) {
+    if (sends && share > 0 && (in[0] != static_cast<char>(sender) || in[share - 1] != static_cast<char>(sender))) {
       std::fprintf(stderr, "link-probe: rank %d received wrong data\n", rank);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -77,9 +83,10 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::sort(t.begin(), t.end());
     const double med = t[t.size() / 2];
-    std::printf("link-probe: %d nodes x %d ranks, %lld bytes per node per direction: median %.1f ms, min %.1f ms, "
-                "%.1f MB/s per node per direction (median)\n",
-                nodes, ppn, static_cast<long long>(share * ppn), med * 1e3, t.front() * 1e3, share * ppn / med / 1e6);
+    std::printf("link-probe: %d nodes x %d ranks, %d sending per node, %lld bytes per node per direction: median %.1f ms, "
+                "min %.1f ms, %.1f MB/s per node per direction (median)\n",
+                nodes, ppn, senders, static_cast<long long>(share * senders), med * 1e3, t.front() * 1e3,
+                share * senders / med / 1e6);
   }
   MPI_Comm_free(&cross);
   MPI_Comm_free(&node);

@@ -1,5 +1,5 @@
-// The planner's crossover windows (bytes), measured with bench/coll on the emulated cluster
-// (tools/minicluster, 2 nodes x 2 ranks, 1 Gbit links; see bench/RESULTS.md). libhier is built
+// The planner's crossover windows (bytes), measured with tools/bench-cluster.sh on the emulated
+// cluster (tools/minicluster, 2 nodes x 4 ranks, 1 Gbit links; see bench/RESULTS-cluster.md). libhier is built
 // per MPI family and the two families' flat algorithms differ, so each has its own table.
 #pragma once
 
