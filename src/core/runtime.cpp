@@ -6,6 +6,7 @@ namespace hier::core {
 
 Runtime g_runtime;
 thread_local int tl_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local TypeSizeMemo tl_type_size __attribute__((tls_model("initial-exec"))) = {MPI_DATATYPE_NULL, 0, false};
 
 const char* built_for_mpi() {
 #if defined(OMPI_MAJOR_VERSION)

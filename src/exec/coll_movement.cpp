@@ -109,6 +109,7 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
                              MPI_Datatype recvtype, MPI_Comm comm) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
+  if (!may_rewrite(Coll::Allgather, recvtype, int64_t{recvcount} * size)) return std::nullopt;
   return gather_all(Coll::Allgather, sendbuf, sendcount, sendtype, recvbuf, std::vector<int64_t>(size, recvcount),
                     nullptr, recvtype, comm);
 }
@@ -120,10 +121,13 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
   std::vector<int64_t> counts(recvcounts, recvcounts + size), disp(displs, displs + size);
   for (int64_t c : counts)
     if (c < 0) return std::nullopt;
+  if (!may_rewrite(Coll::Allgatherv, recvtype, std::accumulate(counts.begin(), counts.end(), int64_t{0})))
+    return std::nullopt;
   return gather_all(Coll::Allgatherv, sendbuf, sendcount, sendtype, recvbuf, counts, &disp, recvtype, comm);
 }
 
 std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  if (!may_rewrite(Coll::Bcast, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (count <= 0 || !t.ok) return std::nullopt;
   const int64_t bytes = count * t.size;
@@ -147,6 +151,7 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
 }
 
 std::optional<int> barrier(MPI_Comm comm) {
+  if (!may_rewrite(Coll::Barrier, MPI_BYTE, 0)) return std::nullopt;
   auto p = prepare(Coll::Barrier, 0, comm);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
@@ -158,8 +163,9 @@ std::optional<int> barrier(MPI_Comm comm) {
 std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm) {
   const int size = comm_size(comm);
+  if (size < 2 || recvcount <= 0 || !may_rewrite(Coll::Alltoall, recvtype, int64_t{recvcount} * size)) return std::nullopt;
   const TypeInfo rt = type_info(recvtype);
-  if (size < 2 || recvcount <= 0 || !rt.ok) return std::nullopt;
+  if (!rt.ok) return std::nullopt;
   const int64_t block = recvcount * rt.size, total = block * size;
   if (total > INT_MAX / 2) return std::nullopt;  // scratch holds two copies
   auto p = prepare(Coll::Alltoall, total, comm);

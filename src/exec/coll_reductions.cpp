@@ -42,6 +42,7 @@ bool eligible(int64_t count, const TypeInfo& t, MPI_Op op) {
 
 std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                              MPI_Comm comm) {
+  if (!may_rewrite(Coll::Allreduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
   auto p = prepare(Coll::Allreduce, count * t.size, comm);
@@ -56,6 +57,7 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
 
 std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                           MPI_Comm comm) {
+  if (!may_rewrite(Coll::Reduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
   auto p = prepare(Coll::Reduce, count * t.size, comm);
@@ -101,6 +103,7 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
                                         MPI_Op op, MPI_Comm comm) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
+  if (!may_rewrite(Coll::ReduceScatterBlock, type, int64_t{recvcount} * size)) return std::nullopt;
   return reduce_scatter_counts(Coll::ReduceScatterBlock, sendbuf, recvbuf, std::vector<int64_t>(size, recvcount),
                                type_info(type), op, comm);
 }
@@ -112,6 +115,8 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
   std::vector<int64_t> counts(recvcounts, recvcounts + size);
   for (int64_t c : counts)
     if (c < 0) return std::nullopt;
+  if (!may_rewrite(Coll::ReduceScatter, type, std::accumulate(counts.begin(), counts.end(), int64_t{0})))
+    return std::nullopt;
   return reduce_scatter_counts(Coll::ReduceScatter, sendbuf, recvbuf, std::move(counts), type_info(type), op, comm);
 }
 

@@ -1,9 +1,19 @@
 #include "exec/prepare.hpp"
 
+#include "core/wrap.hpp"
 #include "diag/log.hpp"
 #include "exec/typed.hpp"
 
 namespace hier::exec {
+
+bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
+  const config::Algo forced = config::get().algo_for(coll);
+  if (forced == config::Algo::Flat) return false;
+  if (forced == config::Algo::Hier) return true;
+  const MPI_Count size = type == MPI_DATATYPE_NULL ? -1 : core::type_size(type);
+  if (size < 0) return true;  // the full path decides (and PMPI reports the error)
+  return sched::worth_building({coll, count * size}, forced);
+}
 
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm) {
   const config::Algo forced = config::get().algo_for(coll);

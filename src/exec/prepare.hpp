@@ -20,6 +20,11 @@ struct Prepared {
   sched::Plan plan;
 };
 
+// The cheap first test, before any type decoding or communicator lookup (this runs on every
+// call, small ones included): whether `count` elements of `type` could be rewritten at all under
+// HIER_ALGO and the planner's windows. The full checks follow in prepare().
+bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count);
+
 // Null when the call goes flat. Every input must be the same on every rank of `comm` (see
 // sched/planner.hpp): the context is built collectively on the first call that gets this far.
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm);
