@@ -41,6 +41,7 @@ void top_level(Schedule& out, int level, int members, Ref at, int64_t len, bool 
   ag.dst = at;
   ag.counts = sp.counts;
   ag.displs = sp.displs;
+  uniform_to_allgather(ag);
   out.steps.push_back(ag);
 }
 
