@@ -7,3 +7,12 @@
 #else
 #define HIER_HD
 #endif
+
+// Forces a small per-point body (a lambda handed to an odometer) into its loop: without it GCC
+// may keep it out of line when the odometer calls it from several places, and every point then
+// pays a call and reloads its state through memory.
+#if defined(__GNUC__) || defined(__clang__)
+#define HIER_FORCE_INLINE __attribute__((always_inline))
+#else
+#define HIER_FORCE_INLINE
+#endif

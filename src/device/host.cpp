@@ -43,6 +43,7 @@ template <bool kPack>
 struct Walk {
   const BlockProgram& p;
   char* packed;
+  using LeafFn = void (Walk::*)(const Item&, char*);
 
   void seq(int32_t s, char* base) {
     const SeqRange& r = p.seqs[s];
@@ -75,6 +76,10 @@ struct Walk {
       packed += it.width;
       return;
     }
+    // Records of a few small blocks (2-4 blocks of 1-16 B at a fixed stride, under an outer
+    // dim): one unrolled record copy per point instead of a row loop of 2-4 trips.
+    if (it.nd >= 2)
+      if (LeafFn f = small_kernel<Small::Row>(it.width, it.cnt[it.nd - 1])) return (this->*f)(it, o);
     if (LeafFn f = fixed_leaf(it.width)) return (this->*f)(it, o);
     const int64_t n = it.cnt[it.nd - 1], s = it.str[it.nd - 1], w = it.width;
     odometer(it.cnt, it.str, it.nd - 1, o, [&](char* q) {
@@ -83,8 +88,39 @@ struct Walk {
     });
   }
 
+  template <int W, int N>
+  void leaf_short(const Item& it, char* o) {
+    const int64_t s = it.str[it.nd - 1];
+    char* out = packed;
+    odometer(it.cnt, it.str, it.nd - 1, o, [s, &out](char* q) HIER_FORCE_INLINE {
+      short_row<W, N, kPack>(out, q, s);
+      out += N * W;
+    });
+    packed = out;
+  }
+
+  // Short rows (leaf_short) and small equal-run gathers (gather_points_n): N = 2..4 blocks of
+  // W = 1..16 bytes, one table per kind, indexed by W * 3 + N - 2.
+  static constexpr int64_t kMaxShortWidth = 16, kMaxShortRow = 4;
+  enum class Small { Row, Gather };
+  template <Small K, int W, int N>
+  static constexpr LeafFn small_fn() {
+    if constexpr (W == 0) return nullptr;
+    else if constexpr (K == Small::Row) return &Walk::leaf_short<W, N>;
+    else return &Walk::gather_points_n<W, N>;
+  }
+  template <Small K, size_t... I>
+  static constexpr auto make_small_table(std::index_sequence<I...>) {
+    return std::array<LeafFn, sizeof...(I)>{small_fn<K, static_cast<int>(I / 3), static_cast<int>(I % 3 + 2)>()...};
+  }
+  template <Small K>
+  static LeafFn small_kernel(int64_t w, int64_t n) {
+    static constexpr auto table = make_small_table<K>(std::make_index_sequence<(kMaxShortWidth + 1) * 3>{});
+    if (w < 1 || w > kMaxShortWidth || n < 2 || n > kMaxShortRow) return nullptr;
+    return table[static_cast<size_t>(w * 3 + n - 2)];
+  }
+
   // Widths with a specialized row loop: multiples of 4 up to 64 B, of 8 up to 256 B.
-  using LeafFn = void (Walk::*)(const Item&, char*);
   static constexpr int64_t kMaxFixed = 256;
   template <size_t... I>
   static constexpr auto make_table(std::index_sequence<I...>) {
@@ -126,7 +162,7 @@ struct Walk {
     int64_t off[N];
     for (int k = 0; k < N; ++k) off[k] = p.entries[it.ref + k].off;
     char* out = packed;
-    odometer(it.cnt, it.str, it.nd, o, [&off, &out](char* q) {
+    odometer(it.cnt, it.str, it.nd, o, [&off, &out](char* q) HIER_FORCE_INLINE {
       char* d = out;
       for (int k = 0; k < N; ++k) {
         if constexpr (kPack) move_fixed<W>(d + k * W, q + off[k]);
@@ -137,26 +173,70 @@ struct Walk {
     packed = out;
   }
 
-  template <int W>
-  bool small_gather(const Item& it, char* o) {
-    switch (it.nref) {
-      case 2: gather_points_n<W, 2>(it, o); return true;
-      case 3: gather_points_n<W, 3>(it, o); return true;
-      case 4: gather_points_n<W, 4>(it, o); return true;
-      default: return false;
+  // A few runs of differing lengths, each at most 16 bytes, at every point (a struct of 2-8
+  // small fields of different sizes with gaps, `count` times): unrolled over the runs, each
+  // run two moves of its size class instead of a memcpy call. For 2 or 3 runs the classes are
+  // template parameters (no branch per run); for 4-8 each run picks its class.
+  template <int N, class F>
+  void mixed_points(const Item& it, char* o, F&& record) {
+    int64_t off[N], len[N], at[N];
+    int64_t w = 0;
+    for (int k = 0; k < N; ++k) {
+      off[k] = p.entries[it.ref + k].off;
+      len[k] = p.entries[it.ref + k].len;
+      at[k] = w;
+      w += len[k];
     }
+    char* out = packed;
+    odometer(it.cnt, it.str, it.nd, o, [&](char* q) HIER_FORCE_INLINE {
+      record(out, q, off, len, at);
+      out += w;
+    });
+    packed = out;
+  }
+  template <int N>
+  void gather_points_mixed(const Item& it, char* o) {
+    mixed_points<N>(it, o, [](char* d, char* q, const int64_t* off, const int64_t* len, const int64_t* at) HIER_FORCE_INLINE {
+      small_record<N, kPack>(d, q, off, len, at);
+    });
+  }
+  template <int... C>
+  void gather_points_class(const Item& it, char* o) {
+    mixed_points<sizeof...(C)>(it, o, [](char* d, char* q, const int64_t* off, const int64_t* len, const int64_t* at) HIER_FORCE_INLINE {
+      class_record<kPack, C...>(d, q, off, len, at, std::make_index_sequence<sizeof...(C)>{});
+    });
+  }
+  static constexpr int class_index(int64_t len) { return len >= 8 ? 3 : len >= 4 ? 2 : len >= 2 ? 1 : 0; }
+  template <size_t... I>
+  static constexpr std::array<LeafFn, sizeof...(I)> make_class2(std::index_sequence<I...>) {
+    return {&Walk::gather_points_class<(1 << (I / 4)), (1 << (I % 4))>...};
+  }
+  template <size_t... I>
+  static constexpr std::array<LeafFn, sizeof...(I)> make_class3(std::index_sequence<I...>) {
+    return {&Walk::gather_points_class<(1 << (I / 16)), (1 << (I / 4 % 4)), (1 << (I % 4))>...};
+  }
+
+  static constexpr int32_t kMaxMixedRuns = 8;
+  static LeafFn mixed_gather(const GatherEntry* e, int32_t n) {
+    if (n < 2 || n > kMaxMixedRuns) return nullptr;
+    for (int32_t k = 0; k < n; ++k)
+      if (e[k].len < 1 || e[k].len > kMaxShortWidth) return nullptr;
+    static constexpr auto class2 = make_class2(std::make_index_sequence<16>{});
+    static constexpr auto class3 = make_class3(std::make_index_sequence<64>{});
+    if (n == 2) return class2[class_index(e[0].len) * 4 + class_index(e[1].len)];
+    if (n == 3) return class3[class_index(e[0].len) * 16 + class_index(e[1].len) * 4 + class_index(e[2].len)];
+    static constexpr LeafFn table[kMaxMixedRuns - 3] = {&Walk::gather_points_mixed<4>, &Walk::gather_points_mixed<5>,
+                                                         &Walk::gather_points_mixed<6>, &Walk::gather_points_mixed<7>,
+                                                         &Walk::gather_points_mixed<8>};
+    return table[n - 4];
   }
 
   void gather_item(const Item& it, char* o) {
     const GatherEntry* e = p.entries + it.ref;
-    if (it.uniform && it.nd > 0) {
-      switch (e[0].len) {
-        case 4: if (small_gather<4>(it, o)) return; break;
-        case 8: if (small_gather<8>(it, o)) return; break;
-        case 16: if (small_gather<16>(it, o)) return; break;
-        default: break;
-      }
-    }
+    if (it.uniform && it.nd > 0)
+      if (LeafFn f = small_kernel<Small::Gather>(e[0].len, it.nref)) return (this->*f)(it, o);
+    if (!it.uniform)
+      if (LeafFn f = mixed_gather(e, it.nref)) return (this->*f)(it, o);
     if (it.uniform && p.offsets) {
       switch (e[0].len) {
         case 1: return gather_points<1>(it, o);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "device/blocks.hpp"
 #include "device/hd.hpp"
@@ -46,6 +47,76 @@ HIER_HD inline void rows_fixed(char* packed, char* strided, int64_t n, int64_t s
   }
 }
 
+// W bytes held in registers between a load and its store.
+template <int W>
+struct Chunk {
+  char b[W];
+};
+
+// A short row of exactly N blocks of W bytes, `stride` apart (records of a few small fields:
+// a struct {float, int} with a gap, `count` times, is 2 rows of 4 B per record). N and W are
+// template parameters, so there is no loop and no trip-count test per record: the N blocks are
+// loaded first, then stored (independent moves; a store through char* cannot delay a load).
+// On unpack the stores go in row order, so overlapping blocks keep the later one.
+template <int W, int N, bool kPack>
+HIER_HD inline void short_row(char* packed, char* strided, int64_t stride) {
+  Chunk<W> v[N];
+  if constexpr (kPack) {
+    for (int k = 0; k < N; ++k) memcpy(&v[k], strided + k * stride, W);
+    for (int k = 0; k < N; ++k) memcpy(packed + k * W, &v[k], W);
+  } else {
+    for (int k = 0; k < N; ++k) memcpy(&v[k], packed + k * W, W);
+    for (int k = 0; k < N; ++k) memcpy(strided + k * stride, &v[k], W);
+  }
+}
+
+// A run of len bytes in size class C: len == 1 for C = 1, else C <= len <= 2C (16 B in class
+// 8). Two overlapping moves of C bytes cover any such length (the overlap is written twice
+// with the same bytes), so a run whose length is known only at run time costs no memcpy call.
+template <int C, bool kPack>
+HIER_HD inline void move_class(char* packed, char* strided, int64_t len) {
+  char* d = kPack ? packed : strided;
+  const char* s = kPack ? strided : packed;
+  if constexpr (C == 1) {
+    *d = *s;
+  } else {
+    Chunk<C> a, b;
+    memcpy(&a, s, C);
+    memcpy(&b, s + len - C, C);
+    memcpy(d, &a, C);
+    memcpy(d + len - C, &b, C);
+  }
+}
+
+// The size class of a run of 1..16 bytes (see move_class): 1, 2, 4 or 8.
+HIER_HD inline int size_class(int64_t len) { return len >= 8 ? 8 : len >= 4 ? 4 : len >= 2 ? 2 : 1; }
+
+// 1..16 bytes, the class chosen at run time (a record's runs take the same branches at every
+// record, which the branch predictor learns).
+template <bool kPack>
+HIER_HD inline void move_small(char* packed, char* strided, int64_t len) {
+  if (len >= 8) move_class<8, kPack>(packed, strided, len);
+  else if (len >= 4) move_class<4, kPack>(packed, strided, len);
+  else if (len >= 2) move_class<2, kPack>(packed, strided, len);
+  else move_class<1, kPack>(packed, strided, len);
+}
+
+// One record of runs of 1..16 bytes of differing lengths (a struct {double, char} with gaps):
+// the runs at origin + off[k], packed back to back at packed + at[k]. With the size classes
+// C... known (2 or 3 runs: chosen once per program) every move has a fixed size; otherwise
+// (N runs) each run picks its class.
+template <bool kPack, int... C, size_t... K>
+HIER_HD inline void class_record(char* packed, char* origin, const int64_t* off, const int64_t* len,
+                                 const int64_t* at, std::index_sequence<K...>) {
+  (move_class<C, kPack>(packed + at[K], origin + off[K], len[K]), ...);
+}
+
+template <int N, bool kPack>
+HIER_HD inline void small_record(char* packed, char* origin, const int64_t* off, const int64_t* len,
+                                 const int64_t* at) {
+  for (int k = 0; k < N; ++k) move_small<kPack>(packed + at[k], origin + off[k], len[k]);
+}
+
 template <bool kPack>
 HIER_HD inline void rows_var(char* packed, char* strided, int64_t n, int64_t stride, int64_t w) {
   for (int64_t i = 0; i < n; ++i) move_dir<kPack>(packed + i * w, strided + i * stride, w);
@@ -56,11 +127,6 @@ HIER_HD inline void rows_var(char* packed, char* strided, int64_t n, int64_t str
 // a time, their offsets and data loaded before anything is stored: a store through char* may
 // alias the entry table, so one run per iteration would wait for each store before the next
 // offset load, and the copies would not overlap their cache misses.
-template <int W>
-struct Chunk {
-  char b[W];
-};
-
 template <int W, bool kPack>
 HIER_HD inline void gather_fixed(char* packed, char* origin, const int64_t* off, int32_t n) {
   int32_t i = 0;

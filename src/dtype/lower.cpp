@@ -1,5 +1,6 @@
 // Tree -> flat arrays. A sequence's items are contiguous in `items`; children are laid out
 // after their parents, so one index (`ref`) names a child sequence.
+#include <algorithm>
 #include <numeric>
 
 #include "dtype/canon.hpp"
@@ -12,6 +13,9 @@ namespace {
 // as variable-length copies, as long as that does not multiply the entries much. Returns the
 // piece width, or 0 to keep the runs as they are.
 int64_t uniform_piece(const std::vector<Run>& runs) {
+  // 2-3 runs of 1-16 B each (a struct {double, int} with gaps): the host's mixed-width record
+  // kernel copies them as they are, one fixed-size move pair per run.
+  if (runs.size() <= 3 && std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.len <= 16; })) return 0;
   int64_t g = 0, total = 0;
   for (const Run& r : runs) {
     g = std::gcd(g, r.len);
