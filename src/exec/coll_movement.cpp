@@ -100,6 +100,7 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   b.send = src;
   b.scratch = mem->scratch;
   b.blocks = &blocks;
+  b.tmp = &p->ctx->tmp;
   return run(s, *p->ctx->levels, b);
 }
 
@@ -143,6 +144,7 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   Binding b;
   b.recv = t.dense ? static_cast<char*>(buffer) : mem->staging;
   b.scratch = mem->scratch;
+  b.tmp = &p->ctx->tmp;
   if (!t.dense && rank == root)
     if (int rc = pack(buffer, count, t, mem->staging); rc != MPI_SUCCESS) return rc;
   const int rc = run(s, *p->ctx->levels, b);

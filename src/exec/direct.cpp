@@ -1,5 +1,8 @@
 #include "exec/direct.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 namespace hier::exec {
 
 int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
@@ -33,6 +36,32 @@ int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& co
   // Always complete what was started (also after an error), so no request outlives the call.
   const int rc_all = PMPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
   return rc != MPI_SUCCESS ? rc : rc_all;
+}
+
+int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
+                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp) {
+  int me = 0, p = 0;
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Comm_size(comm, &p);
+  const int maxc = *std::max_element(counts.begin(), counts.end());
+  const MPI_Aint extent = t ? t->extent : 1, lb = t ? t->true_lb : 0;
+  const MPI_Datatype type = t ? t->type : MPI_BYTE;
+  const int64_t slot = int64_t{maxc} * extent;
+  const int64_t span = t ? t->span(int64_t{maxc} * p) : slot * p;
+  char* mem = tmp.get(static_cast<size_t>(span));
+  if (!mem) return MPI_ERR_NO_MEM;
+  char* base = mem - lb;  // element 0 of slot 0
+  auto copy = [&](const char* from, char* to, int n) {
+    if (t) return typed_copy(from, to, n, *t);
+    if (n > 0) std::memcpy(to, from, static_cast<size_t>(n));
+    return MPI_SUCCESS;
+  };
+  const char* mine = in_place ? dst + int64_t{displs[me]} * extent : src;
+  int rc = copy(mine, base + me * slot, counts[me]);
+  if (rc == MPI_SUCCESS) rc = PMPI_Allgather(MPI_IN_PLACE, 0, type, base, maxc, type, comm);
+  for (int i = 0; i < p && rc == MPI_SUCCESS; ++i)
+    if (i != me || !in_place) rc = copy(base + i * slot, dst + int64_t{displs[i]} * extent, counts[i]);
+  return rc;
 }
 
 }  // namespace hier::exec

@@ -20,4 +20,11 @@ namespace hier::exec {
 int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
                           MPI_Comm comm, Scratch& tmp);
 
+// Allgatherv as an Allgather of pieces padded to the largest one, through tmp, then copied into
+// place: for MPIs whose Allgatherv is far slower than their Allgather (MPICH 4.0.2). `dst`
+// holds the pieces at displs (elements of t, or bytes when t is null: MPI_BYTE); my piece is
+// read from `src`, or from its place in dst when in_place.
+int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
+                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp);
+
 }  // namespace hier::exec

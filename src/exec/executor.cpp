@@ -70,8 +70,14 @@ struct Runner {
       }
       case Kind::Allreduce: return PMPI_Allreduce(src, at(s.dst), n, t, b.op, c);
       case Kind::Allgather: return PMPI_Allgather(src, n, t, at(s.dst), n, t, c);
-      case Kind::Allgatherv:
+      case Kind::Allgatherv: {
+        int64_t total = 0;
+        for (int x : counts) total += x;
+        if (b.tmp && total * (b.info ? b.info->size : 1) >= sched::thresholds().agv_padded_min)
+          return allgatherv_padded(s.in_place ? nullptr : at(s.src), s.in_place, at(s.dst), counts, displs, b.info, c,
+                                   *b.tmp);
         return PMPI_Allgatherv(src, counts[me], t, at(s.dst), counts.data(), displs.data(), t, c);
+      }
       case Kind::Bcast: return PMPI_Bcast(at(s.dst), n, t, s.root, c);
       case Kind::Scatterv:
         if (me == s.root)

@@ -22,6 +22,9 @@ struct Thresholds {
   // Reduce-scatter steps with at least this many input bytes run by direct exchange
   // (exec/direct.hpp) instead of the MPI's reduce-scatter.
   int64_t rs_direct_min;
+  // Allgatherv steps (unequal pieces) with at least this many bytes in all run as an Allgather
+  // of padded pieces (exec/direct.hpp) instead of the MPI's Allgatherv.
+  int64_t agv_padded_min;
   const Window& window(config::Coll c) const;
 };
 
