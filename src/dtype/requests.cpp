@@ -163,7 +163,11 @@ std::optional<int> test(MPI_Request* r, int* flag, MPI_Status* st) {
   return rc;
 }
 
-std::optional<int> waitall(int n, MPI_Request* r, MPI_Status* st) {
+// Waitall / Testall: `complete(st)` runs the PMPI call on a status array (ours when the user
+// ignores statuses, since finishing a packed receive needs its status); then every taken
+// request is settled with its own status and error.
+template <class Complete>
+std::optional<int> complete_all(int n, MPI_Request* r, MPI_Status* st, Complete complete) {
   Taken t;
   if (!take_all(n, r, t)) return std::nullopt;
   std::vector<MPI_Status> local;
@@ -171,24 +175,18 @@ std::optional<int> waitall(int n, MPI_Request* r, MPI_Status* st) {
     local.resize(static_cast<size_t>(n));
     st = local.data();
   }
-  const int rc = PMPI_Waitall(n, r, st);
+  const int rc = complete(st);
   settle(t, r, [&](int i) { return &st[i]; },
          [&](int i) { return rc == MPI_ERR_IN_STATUS ? st[i].MPI_ERROR : rc; });
   return rc;
 }
 
+std::optional<int> waitall(int n, MPI_Request* r, MPI_Status* st) {
+  return complete_all(n, r, st, [&](MPI_Status* s) { return PMPI_Waitall(n, r, s); });
+}
+
 std::optional<int> testall(int n, MPI_Request* r, int* flag, MPI_Status* st) {
-  Taken t;
-  if (!take_all(n, r, t)) return std::nullopt;
-  std::vector<MPI_Status> local;
-  if (st == MPI_STATUSES_IGNORE) {
-    local.resize(static_cast<size_t>(n));
-    st = local.data();
-  }
-  const int rc = PMPI_Testall(n, r, flag, st);
-  settle(t, r, [&](int i) { return &st[i]; },
-         [&](int i) { return rc == MPI_ERR_IN_STATUS ? st[i].MPI_ERROR : rc; });
-  return rc;
+  return complete_all(n, r, st, [&](MPI_Status* s) { return PMPI_Testall(n, r, flag, s); });
 }
 
 std::optional<int> waitany(int n, MPI_Request* r, int* index, MPI_Status* st) {
