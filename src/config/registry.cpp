@@ -125,6 +125,27 @@ std::string apply_debug(const std::string& v, Config& c) {
   return {};
 }
 
+// A byte size: digits with an optional k/m/g suffix (powers of 1024; "KiB", "MB" and the like
+// are read the same way), "0"/"off" (no pipelining) or "auto".
+std::string apply_chunk(const std::string& v, Config& c) {
+  std::string s = lower(trim(v));
+  if (s == "auto" || s.empty()) { c.chunk_bytes = -1; return {}; }
+  if (s == "off") { c.chunk_bytes = 0; return {}; }
+  char* end = nullptr;
+  const long long x = std::strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str() || x < 0) return "not a size in bytes";
+  std::string unit = trim(end);
+  if (unit.size() > 1 && (unit.substr(1) == "b" || unit.substr(1) == "ib")) unit.resize(1);
+  long long mult = 1;
+  if (unit == "k") mult = 1LL << 10;
+  else if (unit == "m") mult = 1LL << 20;
+  else if (unit == "g") mult = 1LL << 30;
+  else if (!unit.empty() && unit != "b") return "unknown size unit '" + unit + "'";
+  if (x > (1LL << 40) / mult) return "size too large";
+  c.chunk_bytes = x * mult;
+  return {};
+}
+
 std::string apply_watchdog(const std::string& v, Config& c) {
   const std::string s = trim(v);
   char* end = nullptr;
@@ -145,6 +166,9 @@ const VarSpec kVars[] = {
   {"HIER_ALGO", "auto", "auto|flat|hier, or collective=auto|flat|hier,... (collectives: allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, bcast, reduce, barrier, alltoall)",
    "Algorithm per collective; auto lets the planner choose.",
    [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }},
+  {"HIER_CHUNK", "auto", "auto, off (0), or a size in bytes with an optional k/m/g suffix (e.g. 4m)",
+   "Pipeline chunk size: hierarchical allreduce and bcast larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
+   apply_chunk},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
    "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only); validated now, no collective quantizes yet.",
    [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }},

@@ -10,6 +10,7 @@
 #include "exec/executor.hpp"
 #include "exec/prepare.hpp"
 #include "sched/build.hpp"
+#include "sched/pipeline.hpp"
 
 namespace hier::exec {
 namespace {
@@ -137,8 +138,14 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}},
-                                      [&] { return sched::build_bcast(p->ctx->levels->shape, rank, bytes, root, p->plan.algo); });
+  const int chunks = sched::chunks_for(Coll::Bcast, bytes, bytes);
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}, chunks},
+                                      [&] {
+                                        return sched::pipeline(bytes, chunks, [&](int64_t n) {
+                                          return sched::build_bcast(p->ctx->levels->shape, rank, n, root, p->plan.algo);
+                                        });
+                                      });
+  if (s.chunks > 1) note_pipelined(Coll::Bcast, s.chunks);
   auto mem = memory(*p, s.scratch, t.dense ? 0 : bytes);
   if (!mem) return MPI_ERR_NO_MEM;
   Binding b;

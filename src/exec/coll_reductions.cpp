@@ -9,6 +9,7 @@
 #include "exec/executor.hpp"
 #include "exec/prepare.hpp"
 #include "sched/build.hpp"
+#include "sched/pipeline.hpp"
 
 namespace hier::exec {
 namespace {
@@ -50,8 +51,14 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool ordered = !predefined_op(op);
   const int rank = p->ctx->levels->rank;
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Allreduce), p->plan.algo, in_place, ordered, -1, count, {}},
-                                      [&] { return sched::build_allreduce(p->ctx->levels->shape, rank, count, in_place, p->plan.algo, ordered); });
+  const int chunks = sched::chunks_for(Coll::Allreduce, count, count * t.size);
+  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Allreduce), p->plan.algo, in_place, ordered, -1, count, {}, chunks},
+                                      [&] {
+                                        return sched::pipeline(count, chunks, [&](int64_t n) {
+                                          return sched::build_allreduce(p->ctx->levels->shape, rank, n, in_place, p->plan.algo, ordered);
+                                        });
+                                      });
+  if (s.chunks > 1) note_pipelined(Coll::Allreduce, s.chunks);
   return run_elements(*p, s, sendbuf, recvbuf, t, op);
 }
 

@@ -19,7 +19,7 @@ struct Context {
   std::unique_ptr<topo::Levels> levels;   // null: nothing hierarchical here (flat only)
   sched::Cache cache;
   Scratch scratch;
-  Scratch tmp;  // for the executor's own level collectives (exec/direct.hpp)
+  ScratchSet tmp;  // for the executor's own level collectives (exec/direct.hpp), one per concurrent step
 };
 
 // The context of `comm`, created on first use. Creation is collective over `comm` (it builds

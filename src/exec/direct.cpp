@@ -5,8 +5,16 @@
 
 namespace hier::exec {
 
-int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
-                          MPI_Comm comm, Scratch& tmp) {
+int Pending::complete() {
+  int rc = finish ? finish(*this) : MPI_SUCCESS;
+  finish = nullptr;
+  const int rc_all = reqs.empty() ? MPI_SUCCESS
+                                  : PMPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
+  return rc != MPI_SUCCESS ? rc : rc_all;
+}
+
+int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t,
+                                MPI_Op op, MPI_Comm comm, Scratch& tmp, Pending& out) {
   int me = 0, p = 0;
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &p);
@@ -17,29 +25,52 @@ int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& co
   const int64_t slot = (t.span(mine) + 63) / 64 * 64;
   char* mem = tmp.get(static_cast<size_t>(slot * (p - 1)));
   if (!mem) return MPI_ERR_NO_MEM;
-  auto in = [&](int k) { return mem + (k - 1) * slot - t.true_lb; };  // piece from me-k
+  auto in = [mem, slot, lb = t.true_lb](int k) { return mem + (k - 1) * slot - lb; };  // piece from me-k
 
-  std::vector<MPI_Request> req(2 * (p - 1), MPI_REQUEST_NULL);
+  out.reqs.assign(2 * (p - 1), MPI_REQUEST_NULL);
   int rc = MPI_SUCCESS;
   for (int k = 1; k < p && rc == MPI_SUCCESS; ++k)
-    rc = PMPI_Irecv(in(k), mine, t.type, (me - k + p) % p, 0, comm, &req[k - 1]);
+    rc = PMPI_Irecv(in(k), mine, t.type, (me - k + p) % p, 0, comm, &out.reqs[k - 1]);
   for (int k = 1; k < p && rc == MPI_SUCCESS; ++k) {
     const int to = (me + k) % p;
-    rc = PMPI_Isend(src + displs[to] * t.extent, counts[to], t.type, to, 0, comm, &req[p - 1 + k - 1]);
+    rc = PMPI_Isend(src + displs[to] * t.extent, counts[to], t.type, to, 0, comm, &out.reqs[p - 1 + k - 1]);
   }
   if (rc == MPI_SUCCESS) rc = typed_copy(src + displs[me] * t.extent, dst, mine, t);
+  if (rc != MPI_SUCCESS) return rc;
   // Wait for the pieces in a fixed order and fold each in as it is complete.
-  for (int k = 1; k < p && rc == MPI_SUCCESS; ++k) {
-    rc = PMPI_Wait(&req[k - 1], MPI_STATUS_IGNORE);
-    if (rc == MPI_SUCCESS && mine > 0) rc = PMPI_Reduce_local(in(k), dst, mine, t.type, op);
-  }
-  // Always complete what was started (also after an error), so no request outlives the call.
-  const int rc_all = PMPI_Waitall(static_cast<int>(req.size()), req.data(), MPI_STATUSES_IGNORE);
-  return rc != MPI_SUCCESS ? rc : rc_all;
+  out.finish = [in, dst, mine, p, type = t.type, op](Pending& pd) {
+    int r = MPI_SUCCESS;
+    for (int k = 1; k < p && r == MPI_SUCCESS; ++k) {
+      r = PMPI_Wait(&pd.reqs[k - 1], MPI_STATUS_IGNORE);
+      if (r == MPI_SUCCESS && mine > 0) r = PMPI_Reduce_local(in(k), dst, mine, type, op);
+    }
+    return r;
+  };
+  return MPI_SUCCESS;
 }
 
-int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
-                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp) {
+int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
+                          MPI_Comm comm, Scratch& tmp) {
+  Pending pd;
+  const int rc = reduce_scatter_direct_start(src, dst, counts, t, op, comm, tmp, pd);
+  const int rc_done = pd.complete();
+  return rc != MPI_SUCCESS ? rc : rc_done;
+}
+
+namespace {
+int copy_units(const char* from, char* to, int n, const TypeInfo* t) {
+  if (t) return typed_copy(from, to, n, *t);
+  if (n > 0) std::memcpy(to, from, static_cast<size_t>(n));
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+namespace {
+// blocking: the MPI's blocking Allgather (tuned apart from its nonblocking one); the pieces are
+// then copied out by out.complete().
+int padded_start(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
+                 const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp, Pending& out,
+                 bool blocking) {
   int me = 0, p = 0;
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &p);
@@ -51,17 +82,39 @@ int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vect
   char* mem = tmp.get(static_cast<size_t>(span));
   if (!mem) return MPI_ERR_NO_MEM;
   char* base = mem - lb;  // element 0 of slot 0
-  auto copy = [&](const char* from, char* to, int n) {
-    if (t) return typed_copy(from, to, n, *t);
-    if (n > 0) std::memcpy(to, from, static_cast<size_t>(n));
-    return MPI_SUCCESS;
-  };
   const char* mine = in_place ? dst + int64_t{displs[me]} * extent : src;
-  int rc = copy(mine, base + me * slot, counts[me]);
-  if (rc == MPI_SUCCESS) rc = PMPI_Allgather(MPI_IN_PLACE, 0, type, base, maxc, type, comm);
-  for (int i = 0; i < p && rc == MPI_SUCCESS; ++i)
-    if (i != me || !in_place) rc = copy(base + i * slot, dst + int64_t{displs[i]} * extent, counts[i]);
-  return rc;
+  int rc = copy_units(mine, base + me * slot, counts[me], t);
+  if (rc == MPI_SUCCESS && blocking) rc = PMPI_Allgather(MPI_IN_PLACE, 0, type, base, maxc, type, comm);
+  if (rc == MPI_SUCCESS && !blocking) {
+    out.reqs.assign(1, MPI_REQUEST_NULL);
+    rc = PMPI_Iallgather(MPI_IN_PLACE, 0, type, base, maxc, type, comm, &out.reqs[0]);
+  }
+  if (rc != MPI_SUCCESS) return rc;
+  out.counts = counts;
+  out.displs = displs;
+  out.finish = [base, slot, extent, dst, me, p, in_place, t](Pending& pd) {
+    int r = pd.reqs.empty() ? MPI_SUCCESS : PMPI_Wait(&pd.reqs[0], MPI_STATUS_IGNORE);
+    for (int i = 0; i < p && r == MPI_SUCCESS; ++i)
+      if (i != me || !in_place) r = copy_units(base + i * slot, dst + int64_t{pd.displs[i]} * extent, pd.counts[i], t);
+    return r;
+  };
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int allgatherv_padded_start(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
+                            const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp,
+                            Pending& out) {
+  return padded_start(src, in_place, dst, counts, displs, t, comm, tmp, out, false);
+}
+
+int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
+                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp) {
+  Pending pd;
+  const int rc = padded_start(src, in_place, dst, counts, displs, t, comm, tmp, pd, true);
+  const int rc_done = pd.complete();
+  return rc != MPI_SUCCESS ? rc : rc_done;
 }
 
 }  // namespace hier::exec

@@ -40,16 +40,85 @@ struct Runner {
     displs.assign(s.displs.begin(), s.displs.end());
   }
 
-  int step(const sched::Step& s) {
-    const MPI_Datatype t = b.type;
-    const int n = static_cast<int>(s.count);  // the planner keeps every count below INT_MAX
+  // Local steps (no communicator): run at once, in either mode.
+  int local(const sched::Step& s) {
     if (s.kind == Kind::Copy) {
       if (b.info) return typed_copy(at(s.src), at(s.dst), s.count, *b.info);
       std::memcpy(at(s.dst), at(s.src), static_cast<size_t>(s.count));
       return MPI_SUCCESS;
     }
     if (s.kind == Kind::LoadBlock) return b.blocks->load(s.block, at(s.dst), s.count);
-    if (s.kind == Kind::StoreBlock) return b.blocks->store(s.block, at(s.src), s.count);
+    return b.blocks->store(s.block, at(s.src), s.count);
+  }
+  static bool is_local(const sched::Step& s) {
+    return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock;
+  }
+  bool direct_rs(int64_t total) const {
+    return b.tmp && b.info && total * b.info->size >= sched::thresholds().rs_direct_min;
+  }
+  bool padded_agv(int64_t total) const {
+    return b.tmp && total * (b.info ? b.info->size : 1) >= sched::thresholds().agv_padded_min;
+  }
+
+  // Starts a step nonblocking (a pipelined wave); `slot` numbers its scratch. The same choices
+  // of implementation as step() makes, from inputs equal on every member.
+  int start(const sched::Step& s, Pending& pd, size_t slot) {
+    if (is_local(s)) return local(s);
+    const MPI_Datatype t = b.type;
+    const int n = static_cast<int>(s.count);
+    const MPI_Comm c = comm_of(s.comm, lv);
+    if (c == MPI_COMM_NULL) return MPI_ERR_COMM;
+    int me = 0;
+    PMPI_Comm_rank(c, &me);
+    const void* src = s.in_place ? MPI_IN_PLACE : at(s.src);
+    pd.counts.assign(s.counts.begin(), s.counts.end());
+    pd.displs.assign(s.displs.begin(), s.displs.end());
+    int64_t total = 0;
+    for (int x : pd.counts) total += x;
+    pd.reqs.assign(1, MPI_REQUEST_NULL);
+    MPI_Request* r = &pd.reqs[0];
+    int* cnt = pd.counts.data();
+    int* dsp = pd.displs.data();
+    switch (s.kind) {
+      case Kind::ReduceScatter: {
+        if (direct_rs(total))
+          return reduce_scatter_direct_start(at(s.src), at(s.dst), pd.counts, *b.info, b.op, c, (*b.tmp)[slot], pd);
+        bool even = true;
+        for (int x : pd.counts) even &= x == cnt[0];
+        if (even) return PMPI_Ireduce_scatter_block(at(s.src), at(s.dst), cnt[0], t, b.op, c, r);
+        return PMPI_Ireduce_scatter(at(s.src), at(s.dst), cnt, t, b.op, c, r);
+      }
+      case Kind::Allreduce: return PMPI_Iallreduce(src, at(s.dst), n, t, b.op, c, r);
+      case Kind::Allgather: return PMPI_Iallgather(src, n, t, at(s.dst), n, t, c, r);
+      case Kind::Allgatherv:
+        if (padded_agv(total)) {
+          pd.reqs.clear();
+          return allgatherv_padded_start(s.in_place ? nullptr : at(s.src), s.in_place, at(s.dst), pd.counts, pd.displs,
+                                         b.info, c, (*b.tmp)[slot], pd);
+        }
+        return PMPI_Iallgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c, r);
+      case Kind::Bcast: return PMPI_Ibcast(at(s.dst), n, t, s.root, c, r);
+      case Kind::Scatterv:
+        if (me == s.root)
+          return PMPI_Iscatterv(at(s.src), cnt, dsp, t, s.in_place ? MPI_IN_PLACE : at(s.dst), cnt[me], t, s.root, c, r);
+        return PMPI_Iscatterv(nullptr, nullptr, nullptr, t, at(s.dst), cnt[me], t, s.root, c, r);
+      case Kind::Gatherv:
+        if (me == s.root) return PMPI_Igatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, s.root, c, r);
+        return PMPI_Igatherv(at(s.src), cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c, r);
+      case Kind::Reduce: return PMPI_Ireduce(src, me == s.root ? at(s.dst) : nullptr, n, t, b.op, s.root, c, r);
+      case Kind::Alltoall: return PMPI_Ialltoall(at(s.src), n, t, at(s.dst), n, t, c, r);
+      case Kind::Barrier: return PMPI_Ibarrier(c, r);
+      case Kind::Send: return PMPI_Isend(at(s.src), n, t, s.root, 0, c, r);
+      case Kind::Recv: return PMPI_Irecv(at(s.dst), n, t, s.root, 0, c, r);
+      default: break;
+    }
+    return MPI_ERR_INTERN;
+  }
+
+  int step(const sched::Step& s) {
+    const MPI_Datatype t = b.type;
+    const int n = static_cast<int>(s.count);  // the planner keeps every count below INT_MAX
+    if (is_local(s)) return local(s);
 
     const MPI_Comm c = comm_of(s.comm, lv);
     if (c == MPI_COMM_NULL) return MPI_ERR_COMM;  // a builder bug: never silently skip a step
@@ -61,8 +130,8 @@ struct Runner {
       case Kind::ReduceScatter: {
         int64_t total = 0;
         for (int x : counts) total += x;
-        if (b.tmp && b.info && total * b.info->size >= sched::thresholds().rs_direct_min)
-          return reduce_scatter_direct(at(s.src), at(s.dst), counts, *b.info, b.op, c, *b.tmp);
+        if (direct_rs(total))
+          return reduce_scatter_direct(at(s.src), at(s.dst), counts, *b.info, b.op, c, (*b.tmp)[0]);
         bool even = true;
         for (int x : counts) even &= x == counts[0];
         if (even) return PMPI_Reduce_scatter_block(at(s.src), at(s.dst), counts[0], t, b.op, c);
@@ -73,9 +142,9 @@ struct Runner {
       case Kind::Allgatherv: {
         int64_t total = 0;
         for (int x : counts) total += x;
-        if (b.tmp && total * (b.info ? b.info->size : 1) >= sched::thresholds().agv_padded_min)
+        if (padded_agv(total))
           return allgatherv_padded(s.in_place ? nullptr : at(s.src), s.in_place, at(s.dst), counts, displs, b.info, c,
-                                   *b.tmp);
+                                   (*b.tmp)[0]);
         return PMPI_Allgatherv(src, counts[me], t, at(s.dst), counts.data(), displs.data(), t, c);
       }
       case Kind::Bcast: return PMPI_Bcast(at(s.dst), n, t, s.root, c);
@@ -105,9 +174,27 @@ struct Runner {
 
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
   Runner r{lv, b, {}, {}};
-  for (const sched::Step& st : s.steps) {
-    const int rc = r.step(st);
+  const size_t n = s.steps.size();
+  std::vector<Pending> wave;
+  for (size_t i = 0; i < n;) {
+    if (s.steps[i].wave < 0) {
+      const int rc = r.step(s.steps[i++]);
+      if (rc != MPI_SUCCESS) return rc;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+    wave.clear();
+    wave.resize(j - i);
+    int rc = MPI_SUCCESS;
+    size_t started = 0;
+    for (; i + started < j && rc == MPI_SUCCESS; ++started) rc = r.start(s.steps[i + started], wave[started], started);
+    for (size_t k = 0; k < started; ++k) {
+      const int rc_k = wave[k].complete();
+      if (rc == MPI_SUCCESS) rc = rc_k;
+    }
     if (rc != MPI_SUCCESS) return rc;
+    i = j;
   }
   return MPI_SUCCESS;
 }

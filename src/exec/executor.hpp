@@ -30,9 +30,12 @@ struct Binding {
   MPI_Op op = MPI_OP_NULL;
   const TypeInfo* info = nullptr;          // element schedules: for local typed copies
   Blocks* blocks = nullptr;
-  Scratch* tmp = nullptr;  // element schedules: for steps libhier runs itself (exec/direct.hpp)
+  ScratchSet* tmp = nullptr;  // for steps libhier runs itself (exec/direct.hpp); null: never
 };
 
+// Steps with wave -1 run one at a time with blocking PMPI calls; consecutive steps of one wave
+// (pipelined schedules, sched/pipeline.hpp) are all started nonblocking, then completed in order.
+// On an error, everything already started is still completed before the first error returns.
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b);
 
 }  // namespace hier::exec

@@ -1,5 +1,10 @@
 #include "exec/prepare.hpp"
 
+#include <array>
+#include <atomic>
+#include <nlohmann/json.hpp>
+
+#include "core/hooks.hpp"
 #include "core/wrap.hpp"
 #include "diag/log.hpp"
 #include "exec/typed.hpp"
@@ -36,6 +41,28 @@ const sched::Schedule& schedule(Prepared& p, const sched::Key& key, const std::f
   if (built) HIER_TRACE("sched", "rank %d: %s, %s: %s", p.ctx->levels->rank, sched::to_string(p.plan.algo),
                         p.plan.why, sched::to_string(s).c_str());
   return s;
+}
+
+namespace {
+struct PipeCount {
+  std::atomic<uint64_t> calls{0}, chunks{0};
+};
+std::array<PipeCount, static_cast<size_t>(config::Coll::Count)> g_pipe;
+
+std::string pipeline_report() {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < g_pipe.size(); ++c)
+    if (const uint64_t n = g_pipe[c].calls.load())
+      j[config::kCollKeys[c]] = {{"calls", n}, {"chunks", g_pipe[c].chunks.load()}};
+  return j.dump();
+}
+}  // namespace
+
+void note_pipelined(config::Coll coll, int chunks) {
+  static const bool registered = (core::add_report_section("pipeline", pipeline_report), true);
+  (void)registered;
+  g_pipe[static_cast<size_t>(coll)].calls.fetch_add(1, std::memory_order_relaxed);
+  g_pipe[static_cast<size_t>(coll)].chunks.fetch_add(static_cast<uint64_t>(chunks), std::memory_order_relaxed);
 }
 
 bool predefined_op(MPI_Op op) {

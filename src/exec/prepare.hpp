@@ -32,6 +32,10 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm)
 // The schedule for `key` from the context's cache (built, and printed at TRACE, on a miss).
 const sched::Schedule& schedule(Prepared& p, const sched::Key& key, const std::function<sched::Schedule()>& build);
 
+// Counts a hierarchical call that ran pipelined in `chunks` chunks, for the finalize report's
+// "pipeline" section (per collective: calls and chunks).
+void note_pipelined(config::Coll coll, int chunks);
+
 // Whether `op` is one of MPI's predefined operations (bitwise commutative on every type it
 // accepts, so PMPI_Allreduce gives one result everywhere).
 bool predefined_op(MPI_Op op);

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 
 namespace hier::exec {
@@ -28,6 +29,19 @@ class Scratch {
   };
   std::unique_ptr<char, Free> buf_;
   size_t size_ = 0;
+};
+
+// Numbered scratch buffers, for steps that run at the same time (a pipelined wave: each step
+// of the wave uses its own index), created on first use and kept.
+class ScratchSet {
+ public:
+  Scratch& operator[](size_t i) {
+    while (set_.size() <= i) set_.emplace_back();
+    return set_[i];
+  }
+
+ private:
+  std::deque<Scratch> set_;  // a deque: growing it never moves the buffers handed out
 };
 
 }  // namespace hier::exec

@@ -104,12 +104,14 @@ Schedule tree(const topo::Shape& s, int rank, int64_t n, bool in_place, bool ord
   red.src = in_place ? recv : Ref{Buf::Send, 0};
   red.dst = P;
   red.count = n;
+  red.stage = 0;
   out.steps.push_back(red);
   if (leader) {
     out.scratch = n;
     Step x;
     x.comm = {On::Leaders, 0};
     x.count = n;
+    x.stage = 1;
     if (!ordered) {
       x.kind = Kind::Allreduce;
       x.in_place = P == recv;
@@ -125,12 +127,14 @@ Schedule tree(const topo::Shape& s, int rank, int64_t n, bool in_place, bool ord
       out.steps.push_back(x);
       x.kind = Kind::Bcast;
       x.dst = Q;
+      x.stage = 2;
       out.steps.push_back(x);
       if (Q == A) {
         x.kind = Kind::Copy;
         x.comm = {};
         x.src = A;
         x.dst = recv;
+        x.stage = 3;
         out.steps.push_back(x);
       }
     }
@@ -140,6 +144,8 @@ Schedule tree(const topo::Shape& s, int rank, int64_t n, bool in_place, bool ord
   bc.comm = {On::Node, 0};
   bc.dst = recv;
   bc.count = n;
+  // Stages as the leaders number them: non-leaders skip the middle ones (sched/pipeline.hpp).
+  bc.stage = ordered ? 4 : 2;
   out.steps.push_back(bc);
   return out;
 }

@@ -8,8 +8,11 @@
 namespace hier::sched {
 namespace {
 
-Step bcast(CommRef on, int root, int64_t off, int64_t count) {
+// stage: the step's place in the algorithm on every rank (sched/pipeline.hpp), since ranks
+// outside the root's node or position skip some.
+Step bcast(CommRef on, int root, int64_t off, int64_t count, int stage) {
   Step b;
+  b.stage = stage;
   b.kind = Kind::Bcast;
   b.comm = on;
   b.root = root;
@@ -28,16 +31,16 @@ Schedule build_bcast(const topo::Shape& s, int rank, int64_t bytes, int root, Al
   const bool root_node = s.node_of[rank] == s.node_of[root];
   if (a == Algorithm::Tree || !s.cartesian) {
     out.name = "bcast/tree";
-    if (root_node) out.steps.push_back(bcast({On::Node, 0}, s.local_of[root], 0, bytes));
-    if (s.local_of[rank] == 0) out.steps.push_back(bcast({On::Leaders, 0}, s.node_of[root], 0, bytes));
-    if (!root_node) out.steps.push_back(bcast({On::Node, 0}, 0, 0, bytes));
+    if (root_node) out.steps.push_back(bcast({On::Node, 0}, s.local_of[root], 0, bytes, 0));
+    if (s.local_of[rank] == 0) out.steps.push_back(bcast({On::Leaders, 0}, s.node_of[root], 0, bytes, 1));
+    if (!root_node) out.steps.push_back(bcast({On::Node, 0}, 0, 0, bytes, 2));
     return out;
   }
   const int me = s.node_position(rank), rootpos = s.node_position(root), rootnode = s.node_of[root];
   if (a == Algorithm::TwoStep) {
     out.name = "bcast/two-step";
-    if (me == rootpos) out.steps.push_back(bcast({On::Cross, 0}, rootnode, 0, bytes));
-    out.steps.push_back(bcast({On::Node, 0}, rootpos, 0, bytes));
+    if (me == rootpos) out.steps.push_back(bcast({On::Cross, 0}, rootnode, 0, bytes, 0));
+    out.steps.push_back(bcast({On::Node, 0}, rootpos, 0, bytes, 1));
     return out;
   }
   out.name = "bcast/scatter-allgather";
@@ -54,9 +57,10 @@ Schedule build_bcast(const topo::Shape& s, int rank, int64_t bytes, int root, Al
     sc.in_place = rank == root;
     sc.counts = sp.counts;
     sc.displs = sp.displs;
+    sc.stage = 0;
     out.steps.push_back(sc);
   }
-  out.steps.push_back(bcast({On::Cross, 0}, rootnode, sp.displs[me], sp.counts[me]));
+  out.steps.push_back(bcast({On::Cross, 0}, rootnode, sp.displs[me], sp.counts[me], 1));
   Step ag;
   ag.kind = Kind::Allgatherv;
   ag.comm = {On::Node, 0};
@@ -68,6 +72,7 @@ Schedule build_bcast(const topo::Shape& s, int rank, int64_t bytes, int root, Al
   // Allgatherv of 4 MiB over 4 ranks took 1.9-2.0 s here against 0.08-0.12 s for the same
   // exchange as an in-place Allgather (8 ranks on 2 cores, nodes of 4).
   uniform_to_allgather(ag);
+  ag.stage = 2;
   out.steps.push_back(ag);
   return out;
 }

@@ -10,6 +10,7 @@ size_t KeyHash::operator()(const Key& k) const noexcept {
   mix(k.in_place | (k.ordered << 1));
   mix(static_cast<uint64_t>(k.root));
   mix(static_cast<uint64_t>(k.n));
+  mix(static_cast<uint64_t>(k.chunks));
   for (int64_t c : k.counts) mix(static_cast<uint64_t>(c));
   return static_cast<size_t>(h);
 }

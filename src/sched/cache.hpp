@@ -24,6 +24,7 @@ struct Key {
   int root = -1;
   int64_t n = 0;
   std::vector<int64_t> counts;  // per-rank counts (reduce_scatter, allgatherv); empty otherwise
+  int chunks = 1;               // pipelined in this many chunks (sched/pipeline.hpp)
   bool operator==(const Key&) const = default;
 };
 

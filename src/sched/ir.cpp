@@ -52,9 +52,13 @@ void list(std::ostringstream& o, const char* name, const std::vector<int64_t>& v
 std::string to_string(const Schedule& s) {
   std::ostringstream o;
   o << s.name << " (" << (s.unit == Unit::Bytes ? "bytes" : "elements") << ", scratch " << s.scratch << ", "
-    << s.steps.size() << " steps)";
+    << s.steps.size() << " steps";
+  if (s.chunks > 1) o << ", " << s.chunks << " chunks pipelined";
+  o << ")";
   for (const Step& st : s.steps) {
-    o << "\n  " << to_string(st.kind) << " on " << to_string(st.comm);
+    o << "\n  ";
+    if (st.wave >= 0) o << "[wave " << st.wave << "] ";
+    o << to_string(st.kind) << " on " << to_string(st.comm);
     switch (st.kind) {
       case Kind::Barrier: break;
       case Kind::LoadBlock: o << " block " << st.block << " -> " << to_string(st.dst); break;

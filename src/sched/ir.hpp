@@ -59,6 +59,12 @@ struct Step {
   int root = 0;   // rank in `comm` (Bcast, Scatterv, Gatherv, Reduce); peer for Send/Recv
   int block = 0;  // LoadBlock / StoreBlock: user block index (a rank of the user communicator)
   std::vector<int64_t> counts, displs;  // per member of `comm`
+  // Chunk pipelining (sched/pipeline.hpp). stage: the step's place in the algorithm, the same
+  // for matching steps on every rank even where a rank skips a stage (-1: its index in the
+  // list). wave: consecutive steps with one wave >= 0 run at once, started nonblocking and
+  // completed together; -1: the step runs alone, blocking.
+  int stage = -1;
+  int wave = -1;
 };
 
 struct Schedule {
@@ -67,6 +73,7 @@ struct Schedule {
   int64_t scratch = 0;   // units of scratch the steps use
   bool reads_recv = false;   // byte schedules: Recv holds input (bcast root, in-place)
   bool writes_recv = false;  // byte schedules: Recv is written as bytes (bcast)
+  int chunks = 1;            // pipelined: the call cut into this many chunks
   std::vector<Step> steps;
 };
 

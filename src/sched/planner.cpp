@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "sched/pipeline.hpp"
 #include "sched/tuning.hpp"
 
 namespace hier::sched {
@@ -58,6 +59,12 @@ Plan plan(const Query& q, const topo::Shape& s, config::Algo forced) {
   if (s.one_machine) return {Algorithm::Flat, "all ranks share memory (levels are node:N fakes)"};
   if (!thresholds().window(q.coll).contains(q.bytes)) return {Algorithm::Flat, "outside the measured window"};
   return {a, "inside the measured window"};
+}
+
+int chunks_for(config::Coll c, int64_t units, int64_t bytes) {
+  if (c != Coll::Allreduce && c != Coll::Bcast) return 1;
+  const int64_t want = config::get().chunk_bytes;
+  return chunk_count(units, bytes, want >= 0 ? want : thresholds().chunk_bytes);
 }
 
 }  // namespace hier::sched

@@ -31,4 +31,9 @@ bool worth_building(const Query& q, config::Algo forced);
 // `forced`: HIER_ALGO for this collective (hier = hierarchical whenever it is possible).
 Plan plan(const Query& q, const topo::Shape& s, config::Algo forced);
 
+// Pipeline chunks (sched/pipeline.hpp) for a hierarchical call of `units` units, `bytes` in all:
+// allreduce and bcast are cut into chunks of HIER_CHUNK bytes (auto: the tuning table's);
+// every other collective, and any call of one chunk or less, runs in one piece (1).
+int chunks_for(config::Coll c, int64_t units, int64_t bytes);
+
 }  // namespace hier::sched

@@ -22,20 +22,22 @@ const Thresholds& thresholds() {
 #if defined(OMPI_MAJOR_VERSION)
   // Open MPI's Allgatherv is as fast as its Allgather here: never padded.
   constexpr int64_t AGV_PADDED_MIN = kInf;
+  constexpr int64_t CHUNK = 4 * MiB;
   static const Thresholds t{
       /*allreduce=*/{512 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{2 * MiB, kInf},
       /*bcast=*/{1 * MiB, kInf}, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
       /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB,
-      /*agv_padded_min=*/AGV_PADDED_MIN};
+      /*agv_padded_min=*/AGV_PADDED_MIN, /*chunk_bytes=*/CHUNK};
 #else  // MPICH
   // MPICH 4.0.2's Allgatherv over a node's 4 ranks (8 ranks on 2 cores): 64-256 KiB ~70 ms like
   // its Allgather, 1 MiB 430-480 ms, 4 MiB 1.6 s against 0.08-0.12 s for Allgather.
   constexpr int64_t AGV_PADDED_MIN = 512 * KiB;
+  constexpr int64_t CHUNK = 4 * MiB;
   static const Thresholds t{
       /*allreduce=*/{64 * KiB, 8 * MiB}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{512 * KiB, kInf},
       /*bcast=*/{512 * KiB, 8 * MiB}, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
       /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB,
-      /*agv_padded_min=*/AGV_PADDED_MIN};
+      /*agv_padded_min=*/AGV_PADDED_MIN, /*chunk_bytes=*/CHUNK};
 #endif
   return t;
 }

@@ -5,6 +5,7 @@ usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--max-live N]
   --hier FN: MPI function FN ran hierarchically at least once
   --flat FN: MPI function FN never ran hierarchically
   --max-live N: at most N libhier contexts were alive at finalize (level communicators freed)
+  --pipelined COLL: collective COLL (allreduce, bcast) ran chunk-pipelined at least once
 """
 import json
 import sys
@@ -20,7 +21,7 @@ def main():
     errors = []
     mode = None
     for a in args:
-        if a in ("--hier", "--flat", "--max-live"):
+        if a in ("--hier", "--flat", "--max-live", "--pipelined"):
             mode = a
             continue
         if mode == "--hier":
@@ -31,6 +32,10 @@ def main():
             calls = fns.get(a, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)
             if calls:
                 errors.append(f"{a}: {calls} hierarchical calls, expected none")
+        elif mode == "--pipelined":
+            pipe = rep.get("pipeline", {}).get(a, {})
+            if pipe.get("calls", 0) == 0 or pipe.get("chunks", 0) < 2 * pipe.get("calls", 0):
+                errors.append(f"{a}: no pipelined call (pipeline: {rep.get('pipeline')})")
         elif mode == "--max-live":
             live = topo.get("live", {}).get("contexts")
             if live is None or live > int(a):

@@ -73,6 +73,10 @@ struct Sim {
     const int k = static_cast<int>(m.size());
     for (int i = 1; i < k; ++i) {
       const Step& o = *steps[i];
+      // MPI never matches a nonblocking collective (a pipelined wave's) with a blocking one.
+      if ((o.wave >= 0) != (f.wave >= 0))
+        return fail(m[i], std::string("mismatch with rank ") + std::to_string(m[0]) + ": blocking and nonblocking " +
+                              hier::sched::to_string(f.kind));
       if (o.kind != f.kind || o.root != f.root || o.counts != f.counts || o.displs != f.displs ||
           (f.kind != Kind::Gatherv && f.kind != Kind::Scatterv && f.kind != Kind::Reduce && o.count != f.count &&
            f.kind != Kind::Allgatherv && f.kind != Kind::ReduceScatter))
@@ -175,8 +179,70 @@ struct Sim {
     }
   }
 
+  // The ranges a step reads and writes on its rank (conservatively: a whole v-call's span).
+  struct Access {
+    Ref at;
+    int64_t n;
+    bool write;
+  };
+  std::vector<Access> accesses(int r, const Step& st) {
+    std::vector<Access> a;
+    auto rd = [&](const Ref& x, int64_t n) { a.push_back({x, n, false}); };
+    auto wr = [&](const Ref& x, int64_t n) { a.push_back({x, n, true}); };
+    int64_t total = 0, span = 0;
+    for (size_t j = 0; j < st.counts.size(); ++j) {
+      total += st.counts[j];
+      span = std::max(span, (st.displs.empty() ? 0 : st.displs[j]) + st.counts[j]);
+    }
+    const auto m = st.comm.on == On::None ? std::vector<int>{} : members(s, r, st.comm);
+    const int me = static_cast<int>(std::find(m.begin(), m.end(), r) - m.begin());
+    const int64_t mine = me < static_cast<int>(st.counts.size()) ? st.counts[me] : 0;
+    const int k = static_cast<int>(m.size());
+    switch (st.kind) {
+      case Kind::Copy: rd(st.src, st.count); wr(st.dst, st.count); break;
+      case Kind::LoadBlock: wr(st.dst, st.count); break;
+      case Kind::StoreBlock: rd(st.src, st.count); break;
+      case Kind::ReduceScatter: rd(st.src, total); wr(st.dst, mine); break;
+      case Kind::Allreduce:
+      case Kind::Reduce:
+        if (!st.in_place) rd(st.src, st.count);
+        wr(st.dst, st.count);
+        break;
+      case Kind::Allgather: if (!st.in_place) rd(st.src, st.count); wr(st.dst, st.count * k); break;
+      case Kind::Allgatherv: if (!st.in_place) rd(st.src, mine); wr(st.dst, span); break;
+      case Kind::Bcast: wr(st.dst, st.count); break;
+      case Kind::Scatterv: rd(st.src, span); wr(st.dst, mine); break;
+      case Kind::Gatherv: rd(st.src, mine); wr(st.dst, span); break;
+      case Kind::Alltoall: rd(st.src, st.count * k); wr(st.dst, st.count * k); break;
+      case Kind::Send: rd(st.src, st.count); break;
+      case Kind::Recv: wr(st.dst, st.count); break;
+      case Kind::Barrier: break;
+    }
+    return a;
+  }
+  // Steps of one wave run at once: none may write what another reads or writes.
+  void check_waves(int r) {
+    const auto& st = sc[r].steps;
+    for (size_t i = 0; i < st.size();) {
+      size_t j = i + 1;
+      while (st[i].wave >= 0 && j < st.size() && st[j].wave == st[i].wave) ++j;
+      for (size_t x = i; x < j; ++x)
+        for (size_t y = x + 1; y < j; ++y)
+          for (const Access& a : accesses(r, st[x]))
+            for (const Access& b : accesses(r, st[y]))
+              if ((a.write || b.write) && a.at.buf == b.at.buf && a.n > 0 && b.n > 0 && a.at.off < b.at.off + b.n &&
+                  b.at.off < a.at.off + a.n)
+                return fail(r, "wave " + std::to_string(st[x].wave) + ": " + hier::sched::to_string(st[x].kind) + " " +
+                                   hier::sched::to_string(a.at) + " and " + hier::sched::to_string(st[y].kind) + " " +
+                                   hier::sched::to_string(b.at) + " race");
+      i = j;
+    }
+  }
+
   std::string run() {
     const int P = s.size;
+    for (int r = 0; r < P; ++r) check_waves(r);
+    if (!err.empty()) return err;
     scratch.resize(P);
     for (int r = 0; r < P; ++r) scratch[r].assign(sc[r].scratch, -999);
     std::vector<size_t> pc(P, 0);

@@ -2,7 +2,10 @@
 // derived from the shape exactly as topo::build_levels derives them, collectives match when every
 // member has reached one on the same communicator, data are int64 values and every reduction is
 // a sum. It fails (returns a message) on a mismatch between members (kind, root, counts), an
-// out-of-bounds range, aliasing of source and destination, or a deadlock.
+// out-of-bounds range, aliasing of source and destination, or a deadlock. Pipelined schedules
+// (Step::wave) run in their listed order, which is one valid order of a wave's nonblocking
+// steps; the simulator also fails when steps of one wave touch the same data (one writing),
+// and when a blocking step meets a nonblocking one.
 #pragma once
 
 #include <cstdint>

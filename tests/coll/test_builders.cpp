@@ -2,9 +2,11 @@
 // together (no MPI) and the results are checked against the collective's definition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "sched/build.hpp"
+#include "sched/pipeline.hpp"
 #include "simulator.hpp"
 #include "topo/table.hpp"
 
@@ -58,34 +60,45 @@ TEST(CollShapes, AreWhatTheTestsAssume) {
   }
 }
 
+// Every rank's allreduce schedule (pipelined when chunks > 1), run together; all ranks must end
+// with the element-wise sum. Returns rank 0's schedule for further checks.
+Schedule allreduce_case(const NamedShape& ns, Algorithm a, bool ordered, int64_t n, bool in_place, int chunks) {
+  const int P = ns.shape.size;
+  std::vector<Schedule> sc;
+  std::vector<RankData> d(P);
+  for (int r = 0; r < P; ++r) {
+    sc.push_back(hier::sched::pipeline(n, chunks, [&](int64_t m) {
+      return hier::sched::build_allreduce(ns.shape, r, m, in_place, a, ordered);
+    }));
+    std::vector<int64_t> in(n);
+    for (int64_t i = 0; i < n; ++i) in[i] = val(r, i);
+    d[r].send = in_place ? std::vector<int64_t>() : in;
+    d[r].recv = in_place ? in : std::vector<int64_t>(n, -1);
+  }
+  const std::string what = std::string("allreduce ") + to_string(a) + " n=" + std::to_string(n) + " chunks=" +
+                           std::to_string(chunks) + (in_place ? " in place" : "") + (ordered ? " ordered" : "");
+  const std::string err = simulate(ns.shape, sc, d);
+  EXPECT_EQ(err, "") << ns.name << ": " << what << "\n" << hier::sched::to_string(sc[0]);
+  for (int r = 0; r < P && err.empty(); ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t sum = 0;
+      for (int q = 0; q < P; ++q) sum += val(q, i);
+      if (d[r].recv[i] != sum) {
+        ADD_FAILURE() << ns.name << ": " << what << " rank " << r << " element " << i << ": " << d[r].recv[i]
+                      << " != " << sum;
+        return sc[0];
+      }
+    }
+  return sc[0];
+}
+
 TEST(CollBuilders, Allreduce) {
-  for (const auto& ns : shapes()) {
-    const int P = ns.shape.size;
+  for (const auto& ns : shapes())
     for (Algorithm a : {Algorithm::RsArAg, Algorithm::TreeAllreduce})
       for (bool ordered : {false, true})
         for (int64_t n : {1, 5, 13, 64})
-          for (bool in_place : {false, true}) {
-            if (a == Algorithm::RsArAg && !ns.shape.cartesian) continue;
-            std::vector<Schedule> sc;
-            std::vector<RankData> d(P);
-            for (int r = 0; r < P; ++r) {
-              sc.push_back(hier::sched::build_allreduce(ns.shape, r, n, in_place, a, ordered));
-              std::vector<int64_t> in(n);
-              for (int64_t i = 0; i < n; ++i) in[i] = val(r, i);
-              d[r].send = in_place ? std::vector<int64_t>() : in;
-              d[r].recv = in_place ? in : std::vector<int64_t>(n, -1);
-            }
-            const std::string what = std::string("allreduce ") + to_string(a) + " n=" + std::to_string(n) +
-                                     (in_place ? " in place" : "") + (ordered ? " ordered" : "");
-            check(ns, sc, d, what);
-            for (int r = 0; r < P; ++r)
-              for (int64_t i = 0; i < n; ++i) {
-                int64_t sum = 0;
-                for (int q = 0; q < P; ++q) sum += val(q, i);
-                ASSERT_EQ(d[r].recv[i], sum) << ns.name << ": " << what << " rank " << r << " element " << i;
-              }
-          }
-  }
+          for (bool in_place : {false, true})
+            if (a != Algorithm::RsArAg || ns.shape.cartesian) allreduce_case(ns, a, ordered, n, in_place, 1);
 }
 
 TEST(CollBuilders, Reduce) {
@@ -189,6 +202,97 @@ TEST(CollBuilders, Bcast) {
           for (int r = 0; r < P; ++r) ASSERT_EQ(d[r].recv, d[root].recv) << ns.name << ": " << what << " rank " << r;
         }
   }
+}
+
+// Chunk pipelining (sched/pipeline.hpp): the chunked schedules of every rank, run together, give
+// the collective's result; each wave's steps are independent (the simulator checks), and the
+// schedule really overlaps stages (some wave holds steps of several chunks).
+bool overlaps(const Schedule& s) {
+  for (size_t i = 1; i < s.steps.size(); ++i)
+    if (s.steps[i].wave >= 0 && s.steps[i].wave == s.steps[i - 1].wave) return true;
+  return false;
+}
+
+TEST(CollPipeline, ChunkCount) {
+  using hier::sched::chunk_count;
+  EXPECT_EQ(chunk_count(1000, 4000, 0), 1);           // off
+  EXPECT_EQ(chunk_count(1000, 4000, 4000), 1);        // one chunk's worth
+  EXPECT_EQ(chunk_count(1000, 4001, 4000), 2);
+  EXPECT_EQ(chunk_count(1 << 20, 16 << 20, 4 << 20), 4);
+  EXPECT_EQ(chunk_count(1 << 20, 16 << 20, 1), hier::sched::kMaxChunks);
+  EXPECT_EQ(chunk_count(3, 3 << 20, 1024), 3);         // never more chunks than units
+  EXPECT_EQ(chunk_count(1, 1 << 30, 1024), 1);
+}
+
+TEST(CollPipeline, Allreduce) {
+  for (const auto& ns : shapes())
+    for (Algorithm a : {Algorithm::RsArAg, Algorithm::TreeAllreduce})
+      for (bool ordered : {false, true})
+        for (int64_t n : {2, 13, 200})
+          for (int chunks : {2, 3, 7})
+            for (bool in_place : {false, true}) {
+              if (a == Algorithm::RsArAg && !ns.shape.cartesian) continue;
+              const int c = static_cast<int>(std::min<int64_t>(chunks, n));
+              const Schedule s = allreduce_case(ns, a, ordered, n, in_place, c);
+              ASSERT_EQ(s.chunks, c) << ns.name;
+              ASSERT_TRUE(overlaps(s)) << ns.name << "\n" << hier::sched::to_string(s);
+            }
+}
+
+TEST(CollPipeline, Bcast) {
+  for (const auto& ns : shapes()) {
+    const int P = ns.shape.size;
+    for (Algorithm a : {Algorithm::ScatterAllgather, Algorithm::TwoStep, Algorithm::Tree})
+      for (int64_t n : {3, 40})
+        for (int chunks : {2, 3})
+          for (int root = 0; root < P; ++root) {
+            std::vector<Schedule> sc;
+            std::vector<RankData> d(P);
+            for (int r = 0; r < P; ++r) {
+              sc.push_back(hier::sched::pipeline(
+                  n, chunks, [&](int64_t m) { return hier::sched::build_bcast(ns.shape, r, m, root, a); }));
+              d[r].recv.assign(n, -r - 1);
+              if (r == root)
+                for (int64_t i = 0; i < n; ++i) d[r].recv[i] = val(r, i);
+            }
+            const std::string what = std::string("pipelined bcast ") + to_string(a) + " n=" + std::to_string(n) +
+                                     " chunks=" + std::to_string(chunks) + " root " + std::to_string(root);
+            ASSERT_TRUE(std::any_of(sc.begin(), sc.end(), overlaps)) << what << "\n" << hier::sched::to_string(sc[root]);
+            check(ns, sc, d, what);
+            for (int r = 0; r < P; ++r) ASSERT_EQ(d[r].recv, d[root].recv) << ns.name << ": " << what << " rank " << r;
+          }
+  }
+}
+
+// Without Step::stage, tree non-leaders would issue the node's bcast of chunk c before the
+// leader's reduce of chunk c + 1: the simulator must see that order mismatch.
+TEST(CollPipeline, SimulatorCatchesStageSkew) {
+  const auto all = shapes();
+  const NamedShape& ns = all[3];  // node:4 x2
+  const int P = ns.shape.size, n = 8;
+  std::vector<Schedule> sc;
+  std::vector<RankData> d(P);
+  for (int r = 0; r < P; ++r) {
+    sc.push_back(hier::sched::pipeline(n, 3, [&](int64_t m) {
+      Schedule one = hier::sched::build_allreduce(ns.shape, r, m, false, Algorithm::TreeAllreduce, false);
+      for (auto& st : one.steps) st.stage = -1;  // number stages by list position instead
+      return one;
+    }));
+    d[r].send.assign(n, 1);
+    d[r].recv.assign(n, 0);
+  }
+  EXPECT_NE(simulate(ns.shape, sc, d), "");
+
+  // A wave whose steps touch the same data is a race.
+  std::vector<Schedule> race(P);
+  std::vector<RankData> d2(P);
+  for (int r = 0; r < P; ++r) {
+    race[r] = hier::sched::build_allreduce(ns.shape, r, n, false, Algorithm::RsArAg, false);
+    for (auto& st : race[r].steps) st.wave = 0;
+    d2[r].send.assign(n, 1);
+    d2[r].recv.assign(n, 0);
+  }
+  EXPECT_NE(simulate(ns.shape, race, d2).find("race"), std::string::npos);
 }
 
 TEST(CollBuilders, Alltoall) {

@@ -128,6 +128,23 @@ TEST(Config, Watchdog) {
   for (const char* v : {"-1", "soon", "", "1e9", "nan"}) bad("HIER_WATCHDOG", v);
 }
 
+TEST(Config, Chunk) {
+  EXPECT_EQ(ok({}).chunk_bytes, -1);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "auto"}}).chunk_bytes, -1);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "off"}}).chunk_bytes, 0);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "0"}}).chunk_bytes, 0);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "4096"}}).chunk_bytes, 4096);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "64k"}}).chunk_bytes, 64 << 10);
+  EXPECT_EQ(ok({{"HIER_CHUNK", " 4M "}}).chunk_bytes, 4 << 20);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "2MiB"}}).chunk_bytes, 2 << 20);
+  EXPECT_EQ(ok({{"HIER_CHUNK", "1g"}}).chunk_bytes, int64_t{1} << 30);
+  for (const char* v : {"-1", "big", "4x", "4 mm", "1e6", "99999999999g"}) {
+    const std::string e = bad("HIER_CHUNK", v);
+    EXPECT_NE(e.find("HIER_CHUNK"), std::string::npos) << e;
+    EXPECT_NE(e.find(v), std::string::npos) << e;
+  }
+}
+
 TEST(Config, TuneFile) {
   EXPECT_EQ(ok({{"HIER_TUNE_FILE", "/tmp/t.json"}}).tune_file, "/tmp/t.json");
   bad("HIER_TUNE_FILE", "");
