@@ -53,9 +53,11 @@ run_variant() {  # mpi variant rep
   esac
   local before after
   before=$(tools/minicluster links --json)
-  # A run that hangs (e.g. MPICH/UCX at finalize, openucx/ucx#8738) is ended after --timeout;
-  # its rows are then missing from the tables (the report says so) and the next run goes on.
-  env "${envs[@]}" tools/minicluster run --timeout "$timeout" --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" "${extra[@]}" -- \
+  # A run that hangs at finalize (MPICH/UCX, openucx/ucx#8738) after writing its CSV is ended
+  # 10 s later (--done-file); one that hangs earlier is ended after --timeout, its rows are then
+  # missing from the tables (the report says so) and the next run goes on.
+  env "${envs[@]}" tools/minicluster run --timeout "$timeout" --done-file "$raw/$mpi.$variant.$rep.csv" --mpi "$mpi" \
+    --preload "$root/build/$mpi/libhier.so" "${extra[@]}" -- \
     "$root/build/$mpi/hier-bench" "${bench_args[@]}" --label "$mpi/$variant" --csv "$raw/$mpi.$variant.$rep.csv" \
     > "$raw/$mpi.$variant.$rep.log" 2>&1 || { echo "run failed: $mpi $variant $rep (log tail below; going on)"; tail -5 "$raw/$mpi.$variant.$rep.log"
     echo "$mpi $variant $rep" >> "$raw/failed.txt"; }
