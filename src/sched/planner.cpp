@@ -64,7 +64,8 @@ Plan plan(const Query& q, const topo::Shape& s, config::Algo forced) {
 int chunks_for(config::Coll c, int64_t units, int64_t bytes) {
   if (c != Coll::Allreduce && c != Coll::Bcast) return 1;
   const int64_t want = config::get().chunk_bytes;
-  return chunk_count(units, bytes, want >= 0 ? want : thresholds().chunk_bytes);
+  const int64_t table = c == Coll::Allreduce ? thresholds().allreduce_chunk : thresholds().bcast_chunk;
+  return chunk_count(units, bytes, want >= 0 ? want : table);
 }
 
 }  // namespace hier::sched

@@ -16,28 +16,36 @@ constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
 // 2 alternating runs). Bytes as the planner counts them: the whole message (allreduce, bcast),
 // the whole input (reduce_scatter), the whole output (allgather: block x ranks; the measured
 // crossovers were at 256 KiB (Open MPI) and 64 KiB (MPICH) blocks on 8 ranks). MPICH bcast:
-// the re-run after the Allgather fix (bench/RESULTS.md, "MPICH bcast re-measured"). Where
+// the re-run after the Allgather fix (bench/RESULTS.md, "MPICH bcast re-measured"). MPICH
+// allreduce: unbounded above since pipelining (it lost at 16 MiB unchunked). Where
 // hierarchical never won reliably (reduce, barrier, alltoall: not measured there) auto stays flat; HIER_ALGO=<coll>=hier still forces them.
 const Thresholds& thresholds() {
 #if defined(OMPI_MAJOR_VERSION)
   // Open MPI's Allgatherv is as fast as its Allgather here: never padded.
   constexpr int64_t AGV_PADDED_MIN = kInf;
-  constexpr int64_t CHUNK = 4 * MiB;
+  // Pipelining (tools/bench-pipeline.sh, bench/RESULTS-cluster.md "Chunk pipelining"): 2 MiB
+  // chunks made bcast of 16-32 MiB 3.2-3.5x / 2.7-2.9x faster than the MPI against 2.4-2.5x
+  // unchunked; allreduce was slower pipelined at 8-32 MiB in both sweeps (0.68-0.93x against
+  // 0.76-1.13x unchunked: Open MPI's nonblocking collectives, libnbc, lose what overlap gains).
+  constexpr int64_t ALLREDUCE_CHUNK = 0, BCAST_CHUNK = 2 * MiB;
   static const Thresholds t{
       /*allreduce=*/{512 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{2 * MiB, kInf},
       /*bcast=*/{1 * MiB, kInf}, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
       /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB,
-      /*agv_padded_min=*/AGV_PADDED_MIN, /*chunk_bytes=*/CHUNK};
+      /*agv_padded_min=*/AGV_PADDED_MIN, /*allreduce_chunk=*/ALLREDUCE_CHUNK, /*bcast_chunk=*/BCAST_CHUNK};
 #else  // MPICH
   // MPICH 4.0.2's Allgatherv over a node's 4 ranks (8 ranks on 2 cores): 64-256 KiB ~70 ms like
   // its Allgather, 1 MiB 430-480 ms, 4 MiB 1.6 s against 0.08-0.12 s for Allgather.
   constexpr int64_t AGV_PADDED_MIN = 512 * KiB;
-  constexpr int64_t CHUNK = 4 * MiB;
+  // Pipelining: 4 MiB chunks made allreduce of 8-32 MiB 1.39-1.50x faster than the MPI against
+  // 0.91-1.38x unchunked (two sweeps); 2 MiB chunks were slower than none. Bcast stays inside
+  // its window (< 8 MiB), where 4 MiB chunks gave 1.16-1.82x against 0.95-0.98x unchunked.
+  constexpr int64_t ALLREDUCE_CHUNK = 4 * MiB, BCAST_CHUNK = 4 * MiB;
   static const Thresholds t{
-      /*allreduce=*/{64 * KiB, 8 * MiB}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{512 * KiB, kInf},
+      /*allreduce=*/{64 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{512 * KiB, kInf},
       /*bcast=*/{512 * KiB, 8 * MiB}, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
       /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB,
-      /*agv_padded_min=*/AGV_PADDED_MIN, /*chunk_bytes=*/CHUNK};
+      /*agv_padded_min=*/AGV_PADDED_MIN, /*allreduce_chunk=*/ALLREDUCE_CHUNK, /*bcast_chunk=*/BCAST_CHUNK};
 #endif
   return t;
 }

@@ -25,8 +25,8 @@ struct Thresholds {
   // Allgatherv steps (unequal pieces) with at least this many bytes in all run as an Allgather
   // of padded pieces (exec/direct.hpp) instead of the MPI's Allgatherv.
   int64_t agv_padded_min;
-  // Pipeline chunk size for hierarchical allreduce and bcast (HIER_CHUNK=auto); 0 = off.
-  int64_t chunk_bytes;
+  // Pipeline chunk sizes of hierarchical allreduce and bcast (HIER_CHUNK=auto); 0 = off.
+  int64_t allreduce_chunk, bcast_chunk;
   const Window& window(config::Coll c) const;
 };
 
