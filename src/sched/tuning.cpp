@@ -18,7 +18,10 @@ constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
 // crossovers were at 256 KiB (Open MPI) and 64 KiB (MPICH) blocks on 8 ranks). MPICH bcast:
 // the re-run after the Allgather fix (bench/RESULTS.md, "MPICH bcast re-measured"). MPICH
 // allreduce: unbounded above since pipelining (it lost at 16 MiB unchunked). Where
-// hierarchical never won reliably (reduce, barrier, alltoall: not measured there) auto stays flat; HIER_ALGO=<coll>=hier still forces them.
+// hierarchical never won reliably auto stays flat (HIER_ALGO=<coll>=hier still forces it):
+// barrier, Open MPI's reduce and alltoall (bench/RESULTS.md, "Reduce, alltoall and barrier on
+// the cluster", which also gives MPICH's reduce and alltoall windows; alltoall bytes = what one
+// rank sends, 16 MiB = 2 MiB blocks to 8 ranks).
 const Thresholds& thresholds() {
 #if defined(OMPI_MAJOR_VERSION)
   // Open MPI's Allgatherv is as fast as its Allgather here: never padded.
@@ -43,7 +46,7 @@ const Thresholds& thresholds() {
   constexpr int64_t ALLREDUCE_CHUNK = 4 * MiB, BCAST_CHUNK = 4 * MiB;
   static const Thresholds t{
       /*allreduce=*/{64 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{512 * KiB, kInf},
-      /*bcast=*/{512 * KiB, 8 * MiB}, /*reduce=*/kNever, /*barrier=*/kNever, /*alltoall=*/kNever,
+      /*bcast=*/{512 * KiB, 8 * MiB}, /*reduce=*/{2 * MiB, kInf}, /*barrier=*/kNever, /*alltoall=*/{16 * MiB, kInf},
       /*allreduce_rs_min=*/64 * KiB, /*bcast_scatter_min=*/256 * KiB, /*reduce_rs_min=*/256 * KiB, /*rs_direct_min=*/256 * KiB,
       /*agv_padded_min=*/AGV_PADDED_MIN, /*allreduce_chunk=*/ALLREDUCE_CHUNK, /*bcast_chunk=*/BCAST_CHUNK};
 #endif
