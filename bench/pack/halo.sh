@@ -2,9 +2,10 @@
 # 3D halo exchange (bench_halo: 26 neighbours, subarray types, Isend/Irecv/Waitall) with the MPI
 # alone (libhier preloaded with HIER_DISABLE=1) and with libhier, run alternately, both MPIs.
 #   bench/pack/halo.sh [--mpi openmpi|mpich|both] [--np P] [--n N] [--ghost G] [--iters I] [--rounds R]
-#                      [--single-copy none|cma|knem|xpmem]
+#                      [--single-copy none|cma|knem|xpmem] [--dirs all|xrows|others]
 # Defaults: both MPIs, 8 ranks (2x2x2), 64^3 doubles per rank, 2 ghost layers, 50 iterations,
-# 5 rounds. Each round runs the two variants back to back (the order alternates between rounds);
+# 5 rounds, all 26 directions (--dirs xrows: only the 10 messages of G-double rows along x, the x
+# faces and 8 edges that libhier packs under Open MPI; --dirs others: the other 16). Each round runs the two variants back to back (the order alternates between rounds);
 # each run prints the median over its iterations of the slowest rank's exchange time. The
 # summary per MPI is the median over rounds of each variant and their ratio (> 1: libhier is
 # faster). Extra HIER_* variables in the environment (HIER_TUNE_FILE) reach the libhier runs.
@@ -14,7 +15,7 @@
 # Needs build/<mpi>/ (cmake --preset <mpi> && cmake --build --preset <mpi>).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-mpis=(openmpi mpich) np=8 n=64 ghost=2 iters=50 rounds=5 single_copy=none
+mpis=(openmpi mpich) np=8 n=64 ghost=2 iters=50 rounds=5 single_copy=none dirs=all
 while [[ $# -gt 0 ]]; do
   case $1 in
     --mpi) [[ $2 == both ]] && mpis=(openmpi mpich) || mpis=("$2"); shift 2 ;;
@@ -24,6 +25,7 @@ while [[ $# -gt 0 ]]; do
     --iters) iters=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --single-copy) single_copy=$2; shift 2 ;;
+    --dirs) dirs=$2; shift 2 ;;
     *) echo "halo.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +47,7 @@ run() {
     for ((k = 0; k < ${#env[@]}; k += 2)); do flags+=(-genv "${env[k]}" "${env[k + 1]}"); done
   fi
   out=$(timeout 600 "mpiexec.$mpi" "${flags[@]}" -n "$np" "$b/bench/pack/bench_halo" \
-        --n "$n" --ghost "$ghost" --iters "$iters" --warmup 5) || { echo "$out" >&2; return 1; }
+        --n "$n" --ghost "$ghost" --iters "$iters" --warmup 5 --dirs "$dirs") || { echo "$out" >&2; return 1; }
   grep -q 'valid=1' <<<"$out" || { echo "$out" >&2; return 1; }
   # "median|what was run" (the description without the variant)
   echo "$(sed -n 's/^RESULT median_us=\([0-9.]*\).*/\1/p' <<<"$out")|$(sed -n 's/^\(MPI: .*\)/\1/p; s/^halo: \(.*\), \(MPI alone\|libhier\)$/\1/p' <<<"$out" | paste -sd ';')"
