@@ -55,12 +55,16 @@ void on_commit(MPI_Datatype t) {
   attach(t);
 }
 
-CanonRef lookup(MPI_Datatype t) {
-  if (t == MPI_DATATYPE_NULL) return {};
+Canon* peek(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return nullptr;
   // No attribute: predefined, or committed while libhier was not watching. Never canonicalize
   // here: an uncommitted type must reach the MPI and fail there.
-  if (g_keyval == MPI_KEYVAL_INVALID || is_named(t)) return {};
-  Canon* c = attached(t);
+  if (g_keyval == MPI_KEYVAL_INVALID || is_named(t)) return nullptr;
+  return attached(t);
+}
+
+CanonRef lookup(MPI_Datatype t) {
+  Canon* c = peek(t);
   if (!c) return {};
   c->retain();
   return CanonRef(c);
