@@ -2,12 +2,16 @@
 // MPI_Type_create_subarray types and MPI_Isend / MPI_Irecv / MPI_Waitall, as a stencil code
 // writes it. The same binary measures the MPI alone (HIER_DISABLE=1, or no preload) and libhier
 // (preloaded): bench/pack/halo.sh runs both alternately and prints the ratio.
-//   mpiexec -n P bench_halo [--n N] [--ghost G] [--iters I] [--warmup W]
+//   mpiexec -n P bench_halo [--n N] [--ghost G] [--iters I] [--warmup W] [--dirs all|xrows|others]
 // P ranks form a periodic 3D grid (MPI_Dims_create); each owns an N^3 block of doubles plus G
 // ghost layers on every side. Every exchange is validated twice (before timing and after it,
 // with other values and poisoned ghosts): each ghost cell, edges and corners included, must hold
 // the value its owner wrote. Prints the median and minimum, over iterations, of the slowest
 // rank's exchange time, and a last line `RESULT median_us=... min_us=...` for scripts.
+// --dirs xrows exchanges only the 10 messages made of rows of G doubles along x (the 2 x faces
+// and the 8 edges with dx != 0: G*8-byte blocks one grid row apart, the ones libhier packs under
+// Open MPI), --dirs others the other 16 (y/z faces, the other edges, the corners); ghost cells
+// of the directions left out are not checked.
 // Exit status: 0 when valid, 1 when a ghost cell is wrong, 2 on bad arguments.
 #include <mpi.h>
 
@@ -20,13 +24,27 @@
 
 namespace {
 
+enum class Dirs { All, XRows, Others };
+
 struct Opts {
   int n = 64, ghost = 2, iters = 50, warmup = 5;
+  Dirs dirs = Dirs::All;
 };
+
+// The 10 directions whose blocks are rows of G doubles along x: dx != 0, not a corner.
+bool xrows(int dz, int dy, int dx) { return dx != 0 && (dz == 0 || dy == 0); }
 
 bool parse(int argc, char** argv, Opts& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--dirs" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v == "all") o.dirs = Dirs::All;
+      else if (v == "xrows") o.dirs = Dirs::XRows;
+      else if (v == "others") o.dirs = Dirs::Others;
+      else return false;
+      continue;
+    }
     int* dst = a == "--n" ? &o.n : a == "--ghost" ? &o.ghost : a == "--iters" ? &o.iters : a == "--warmup" ? &o.warmup : nullptr;
     if (!dst || i + 1 >= argc) return false;
     *dst = std::atoi(argv[++i]);
@@ -36,6 +54,7 @@ bool parse(int argc, char** argv, Opts& o) {
 
 struct Halo {
   int n, g, L;               // interior, ghost width, local edge n + 2g
+  Dirs which;                // the directions exchanged
   int dims[3], coords[3];    // process grid, this rank's place in it (z, y, x)
   MPI_Comm cart;
   std::vector<double> a;     // L^3, C order (z, y, x)
@@ -69,11 +88,21 @@ struct Halo {
   }
 
   // Ghost cells that do not hold their owner's value (every cell outside the interior).
+  // Whether the ghost cell (z, y, x) is filled by an exchanged direction.
+  bool exchanged(int z, int y, int x) const {
+    if (which == Dirs::All) return true;
+    auto side = [&](int v) { return v < g ? -1 : v >= g + n ? 1 : 0; };
+    const int dz = side(z), dy = side(y), dx = side(x);
+    return xrows(dz, dy, dx) == (which == Dirs::XRows);
+  }
+
   long long check(int stamp) {
     long long bad = 0;
     for (int z = 0; z < L; ++z)
       for (int y = 0; y < L; ++y)
         for (int x = 0; x < L; ++x) {
+          const bool inside = z >= g && z < g + n && y >= g && y < g + n && x >= g && x < g + n;
+          if (!inside && !exchanged(z, y, x)) continue;
           const double want = value(stamp, coords[0] * n + z - g, coords[1] * n + y - g, coords[2] * n + x - g);
           if (*at(z, y, x) != want && ++bad <= 3) {
             int r;
@@ -85,7 +114,7 @@ struct Halo {
     return bad;
   }
 
-  Halo(int n_, int g_) : n(n_), g(g_), L(n_ + 2 * g_) {
+  Halo(int n_, int g_, Dirs which_) : n(n_), g(g_), L(n_ + 2 * g_), which(which_) {
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     dims[0] = dims[1] = dims[2] = 0;
@@ -101,6 +130,7 @@ struct Halo {
       for (int dy = -1; dy <= 1; ++dy)
         for (int dx = -1; dx <= 1; ++dx) {
           if (!dz && !dy && !dx) continue;
+          if (which != Dirs::All && xrows(dz, dy, dx) != (which == Dirs::XRows)) continue;
           Dir r{{dz, dy, dx}, MPI_DATATYPE_NULL, MPI_DATATYPE_NULL, 0, 0};
           int sub[3], sst[3], rst[3], to[3], from[3];
           for (int k = 0; k < 3; ++k) {
@@ -159,13 +189,14 @@ int main(int argc, char** argv) {
   Opts o;
   if (!parse(argc, argv, o)) {
     if (rank == 0)
-      std::fprintf(stderr, "usage: bench_halo [--n N >= 1] [--ghost G, 1..N] [--iters I >= 1] [--warmup W >= 0]\n");
+      std::fprintf(stderr, "usage: bench_halo [--n N >= 1] [--ghost G, 1..N] [--iters I >= 1] [--warmup W >= 0] "
+                           "[--dirs all|xrows|others]\n");
     MPI_Finalize();
     return 2;
   }
   int status = 0;
   {
-    Halo h(o.n, o.ghost);
+    Halo h(o.n, o.ghost, o.dirs);
     bool ok = h.validated_exchange(1);
     for (int i = 0; i < o.warmup; ++i) h.exchange();
     std::vector<double> t(o.iters), tmax(o.iters);
@@ -194,9 +225,11 @@ int main(int argc, char** argv) {
       MPI_Get_library_version(lib_version, &len);
       std::string v(lib_version, static_cast<size_t>(len));
       std::printf("MPI: %s\n", v.substr(0, v.find_first_of("\n,")).c_str());
-      std::printf("halo: %d ranks (%d x %d x %d, periodic), %d^3 doubles + %d ghost layers, 26 neighbours, "
+      const char* which = o.dirs == Dirs::All ? "26 neighbours" : o.dirs == Dirs::XRows ? "10 of 26 neighbours (xrows)"
+                                                                                        : "16 of 26 neighbours (others)";
+      std::printf("halo: %d ranks (%d x %d x %d, periodic), %d^3 doubles + %d ghost layers, %s, "
                   "%lld KiB sent per rank per exchange, %s\n",
-                  size, h.dims[0], h.dims[1], h.dims[2], o.n, o.ghost, bytes / 1024,
+                  size, h.dims[0], h.dims[1], h.dims[2], o.n, o.ghost, which, bytes / 1024,
                   lib ? "libhier" : "MPI alone");
       std::printf("exchange time (slowest rank), %d iterations: median %.1f us, min %.1f us; ghost cells %s\n", o.iters,
                   med, mn, ok ? "valid" : "WRONG");

@@ -39,6 +39,26 @@ inline void odometer(const int64_t* cnt, const int64_t* str, int32_t nd, char* o
   }
 }
 
+// Unpacking narrow rows (8-16 B) at a stride of a cache line or more writes a few bytes into
+// each line: every store misses and must first read its line, one miss after the other. The
+// hardware prefetchers do not hide these read-for-ownership misses as they do loads, so the
+// unpack prefetches the line of the row kAhead rows on, for writing. On the 2-core VM, the x face of a
+// 68^3 grid of doubles (4096 rows of 16 B, 544 B apart; the 3D halo benchmark) unpacks in
+// 11 us instead of 18 with L1/L2 cold, and rows of 8 B likewise (11 vs 17.5); rows of 32 B
+// gain nothing and 64 B lose 10%, so only rows up to 16 B are prefetched (packing gains
+// nothing: loads are prefetched by the hardware). A prefetch is a hint: it changes no byte.
+constexpr int64_t kMaxPrefetchWidth = 16, kLine = 64, kAhead = 8;
+
+template <int W>
+inline void unpack_rows_prefetched(const char* packed, char* strided, int64_t n, int64_t stride) {
+  int64_t i = 0;
+  for (; i + kAhead < n; ++i) {  // only rows of this run: never a line outside the type
+    __builtin_prefetch(strided + (i + kAhead) * stride, 1);
+    move_fixed<W>(strided + i * stride, packed + i * W);
+  }
+  for (; i < n; ++i) move_fixed<W>(strided + i * stride, packed + i * W);
+}
+
 template <bool kPack>
 struct Walk {
   const BlockProgram& p;
@@ -63,6 +83,16 @@ struct Walk {
   void leaf_fixed(const Item& it, char* o) {
     const int64_t n = it.cnt[it.nd - 1], s = it.str[it.nd - 1];
     char* out = packed;
+    if constexpr (!kPack && W <= kMaxPrefetchWidth) {
+      if (s >= kLine || s <= -kLine) {  // every row in other cache lines: prefetch them for writing
+        odometer(it.cnt, it.str, it.nd - 1, o, [n, s, &out](char* q) {
+          unpack_rows_prefetched<W>(out, q, n, s);
+          out += n * W;
+        });
+        packed = out;
+        return;
+      }
+    }
     odometer(it.cnt, it.str, it.nd - 1, o, [n, s, &out](char* q) {
       rows_fixed<W, kPack>(out, q, n, s);
       out += n * W;

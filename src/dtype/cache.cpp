@@ -1,5 +1,6 @@
 #include "dtype/cache.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include "core/hooks.hpp"
@@ -9,7 +10,10 @@
 namespace hier::dtype {
 namespace {
 
-int g_keyval = MPI_KEYVAL_INVALID;
+// Set once (under g_keyval_once), read on every point-to-point call: an atomic read is the fast
+// path, so the hot path takes no std::call_once (a pthread_once plus thread-local accesses).
+std::atomic<int> g_keyval{MPI_KEYVAL_INVALID};
+std::atomic<bool> g_keyval_made{false};
 std::once_flag g_keyval_once;
 
 int copy_attr(MPI_Datatype, int, void*, void* in, void* out, int* flag) {
@@ -25,14 +29,19 @@ int delete_attr(MPI_Datatype, int, void* attr, void*) {
 }
 
 int keyval() {
+  if (g_keyval_made.load(std::memory_order_acquire)) return g_keyval.load(std::memory_order_relaxed);
   std::call_once(g_keyval_once, [] {
-    PMPI_Type_create_keyval(copy_attr, delete_attr, &g_keyval, nullptr);
+    int k = MPI_KEYVAL_INVALID;
+    PMPI_Type_create_keyval(copy_attr, delete_attr, &k, nullptr);
+    g_keyval.store(k, std::memory_order_relaxed);
     tune_model();  // read HIER_TUNE_FILE now: a bad file is reported once, early
     core::add_finalize_hook([] {
-      if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&g_keyval);
+      int k = g_keyval.exchange(MPI_KEYVAL_INVALID);
+      if (k != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&k);
     });
   });
-  return g_keyval;
+  g_keyval_made.store(true, std::memory_order_release);
+  return g_keyval.load(std::memory_order_relaxed);
 }
 
 Canon* attached(MPI_Datatype t) {
@@ -55,12 +64,16 @@ void on_commit(MPI_Datatype t) {
   attach(t);
 }
 
-CanonRef lookup(MPI_Datatype t) {
-  if (t == MPI_DATATYPE_NULL) return {};
+Canon* peek(MPI_Datatype t) {
+  if (t == MPI_DATATYPE_NULL) return nullptr;
   // No attribute: predefined, or committed while libhier was not watching. Never canonicalize
   // here: an uncommitted type must reach the MPI and fail there.
-  if (g_keyval == MPI_KEYVAL_INVALID || is_named(t)) return {};
-  Canon* c = attached(t);
+  if (g_keyval.load(std::memory_order_relaxed) == MPI_KEYVAL_INVALID || is_named(t)) return nullptr;
+  return attached(t);
+}
+
+CanonRef lookup(MPI_Datatype t) {
+  Canon* c = peek(t);
   if (!c) return {};
   c->retain();
   return CanonRef(c);

@@ -16,4 +16,9 @@ void on_commit(MPI_Datatype t);
 // while libhier was not intercepting (callers pass those through).
 CanonRef lookup(MPI_Datatype t);
 
+// The same without taking a reference: valid while the type is (the attribute holds one), i.e.
+// for the duration of the MPI call that was handed `t`. For deciding; take a CanonRef (retain)
+// to keep it beyond the call.
+Canon* peek(MPI_Datatype t);
+
 }  // namespace hier::dtype

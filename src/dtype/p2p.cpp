@@ -12,14 +12,18 @@ namespace hier::dtype {
 namespace {
 
 // The canonical form when this side of a transfer should be packed by libhier, else null.
+// Decides on the attribute's own reference (held while the call runs: the type cannot be freed
+// during it) and takes a reference only for a message that is packed, so a message passed to
+// the MPI touches no reference count.
 CanonRef eligible(MPI_Datatype t, int64_t count, bool sending) {
   if (count <= 0 || count > INT_MAX) return {};
-  CanonRef c = lookup(t);
+  Canon* c = peek(t);
   if (!c || !c->ok || c->size == 0) return {};
   if (c->dense && (count == 1 || c->contiguous)) return {};  // already contiguous bytes
   if (packed_bytes(count, c->size, INT_MAX) < 0) return {};
   if (!(sending ? plan_pack_send(*c, count) : plan_pack_recv(*c, count))) return {};
-  return c;
+  c->retain();
+  return CanonRef(c);
 }
 
 // Unpacks what a staged receive got: all of it, or when truncated what the MPI itself would

@@ -1,5 +1,6 @@
 #include "dtype/requests.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -102,13 +103,22 @@ struct Taken {
   std::vector<MPI_Request> handles;  // the handles before the call
 };
 
+// One lock for the whole array (a halo exchange completes 52 requests in one Waitall).
 bool take_all(int n, MPI_Request* r, Taken& t) {
+  std::lock_guard<std::mutex> lk(g_mu);
   for (int i = 0; i < n; ++i) {
-    Owned o;
-    if (take(r[i], o)) {
-      t.items.emplace_back(i, std::move(o));
-      t.handles.push_back(r[i]);
+    if (r[i] == MPI_REQUEST_NULL) continue;
+    auto it = g_table.find(r[i]);
+    if (it == g_table.end()) continue;
+    if (t.items.empty()) {
+      const size_t left = std::min(g_table.size(), static_cast<size_t>(n - i));
+      t.items.reserve(left);
+      t.handles.reserve(left);
     }
+    t.items.emplace_back(i, std::move(it->second));
+    t.handles.push_back(r[i]);
+    g_table.erase(it);
+    g_owned.fetch_sub(1, std::memory_order_relaxed);
   }
   return !t.items.empty();
 }

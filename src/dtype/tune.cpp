@@ -2,6 +2,7 @@
 
 #include <mpi.h>  // which MPI the built-in model is for
 
+#include <atomic>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,10 @@ std::string tune_to_json(const TuneModel& m, const std::string& mpi_library, con
 const TuneModel& tune_model() {
   static TuneModel model;
   static std::once_flag once;
+  // Read on every point-to-point call: an atomic flag is the fast path (no std::call_once, which
+  // is a pthread_once plus thread-local accesses, once the model is read).
+  static std::atomic<bool> ready{false};
+  if (ready.load(std::memory_order_acquire)) return model;
   std::call_once(once, [] {
     model = builtin_model();
     const std::string& path = config::get().tune_file;
@@ -123,6 +128,7 @@ const TuneModel& tune_model() {
       HIER_WARN("dtype", "HIER_TUNE_FILE=%s: %s; using the built-in model", path.c_str(), err.c_str());
     }
   });
+  ready.store(true, std::memory_order_release);
   return model;
 }
 

@@ -123,6 +123,31 @@ TEST(DtypeEngine, LongGathers) {
   }
 }
 
+// Narrow rows (up to 16 B) a cache line or more apart unpack with a write prefetch kAhead (8)
+// rows ahead (host backend): runs shorter and longer than that distance, strides forward and
+// backward, just below a line (no prefetch) and above, under 0-2 outer dims; every byte must
+// land exactly where the reference scatter puts it, and nothing outside.
+TEST(DtypeEngine, UnpackNarrowRowsFarApart) {
+  std::mt19937_64 rng(19);
+  for (int64_t w : {1, 2, 4, 8, 12, 16, 24}) {
+    for (int64_t n : {1, 5, 8, 9, 10, 64}) {
+      for (int64_t s : {int64_t{63}, int64_t{64}, int64_t{544}, int64_t{-64}, int64_t{-544}}) {
+        for (int outer = 0; outer <= 2; ++outer) {
+          Node l = Node::leaf(0, w);
+          const int64_t as = s < 0 ? -s : s, row_span = (n - 1) * as + w;
+          for (int d = 0; d < outer; ++d) l.dim[l.nd++] = {3, (d ? -1 : 1) * (row_span + 40) * (d ? 4 : 1)};
+          l.dim[l.nd++] = {n, s};
+          const int64_t span = 16 * (row_span + 40) + 64;
+          Built b = build(Seq{l}, 2 * span);
+          SCOPED_TRACE(dtype::to_string(Seq{l}));
+          check_same(b, 1, -span, span, rng);
+          check_same(b, 2, -span, 3 * span, rng);
+        }
+      }
+    }
+  }
+}
+
 // Records of a few small blocks: a leaf whose innermost dim has 2-4 points of 1-16 B under an
 // outer dim (a resized struct {float, int} with a gap, `count` times) runs the unrolled
 // short-row kernel; strides forward, backward, overlapping (unpack: the later block wins) and
