@@ -52,17 +52,14 @@ std::string report_json(const config::Config& cfg, int rank, int size, const std
   j["config"] = config_json(cfg);
   nlohmann::json fns = nlohmann::json::object();
   for (size_t f = 0; f < static_cast<size_t>(Fn::Count); ++f) {
-    const FnCounters& c = g_counters[f];
-    const uint64_t calls = c.calls.load();
-    if (!calls) continue;
+    const FnTotals c = totals(static_cast<Fn>(f));
+    if (!c.calls) continue;
     nlohmann::json e;
-    e["calls"] = calls;
-    e["errors"] = c.errors.load();
+    e["calls"] = c.calls;
+    e["errors"] = c.errors;
     nlohmann::json algos = nlohmann::json::object();
-    for (size_t a = 0; a < static_cast<size_t>(AlgoTag::Count); ++a) {
-      const uint64_t n = c.algo[a].calls.load();
-      if (n) algos[kAlgoNames[a]] = {{"calls", n}, {"bytes", c.algo[a].bytes.load()}};
-    }
+    for (size_t a = 0; a < static_cast<size_t>(AlgoTag::Count); ++a)
+      if (c.algo_calls[a]) algos[kAlgoNames[a]] = {{"calls", c.algo_calls[a]}, {"bytes", c.algo_bytes[a]}};
     e["algorithms"] = algos;
     fns[kFnNames[f]] = e;
   }
