@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   std::printf("\n  HIER_DEBUG       %s\n", config::to_string(c.debug).c_str());
   std::printf("  HIER_DEBUG_FILE  %s\n", c.debug_file.empty() ? "(stderr)" : c.debug_file.c_str());
   std::printf("  HIER_REPORT      %s\n", c.report.empty() ? "(none)" : c.report.c_str());
+  std::printf("  HIER_CHUNK       %s\n", config::chunk_to_string(c.chunk_bytes).c_str());
   std::printf("  HIER_WATCHDOG    %g s\n", c.watchdog_s);
   std::printf("  HIER_TUNE_FILE   %s\n", c.tune_file.empty() ? "(built-in defaults)" : c.tune_file.c_str());
   for (const std::string& e : p.errors) std::printf("error: %s\n", e.c_str());

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "config/registry.hpp"
 
@@ -76,6 +77,14 @@ std::string to_string(Quant q) {
   }
   return "?";
 }
+std::string chunk_to_string(int64_t b) {
+  if (b < 0) return "auto";
+  if (b == 0) return "off";
+  for (const auto& [unit, size] : {std::pair{"g", int64_t{1} << 30}, {"m", int64_t{1} << 20}, {"k", int64_t{1} << 10}})
+    if (b % size == 0) return std::to_string(b / size) + unit;
+  return std::to_string(b);
+}
+
 std::string levels_to_string(const Config& c) {
   if (c.levels_auto) return "auto";
   std::ostringstream o;

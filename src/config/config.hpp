@@ -71,5 +71,6 @@ std::string to_string(LogLevel);
 std::string to_string(Algo);
 std::string to_string(Quant);
 std::string levels_to_string(const Config&);
+std::string chunk_to_string(int64_t chunk_bytes);  // auto, off, or a size (4m, 512k, 1000)
 
 }  // namespace hier::config

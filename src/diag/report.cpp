@@ -32,6 +32,7 @@ nlohmann::json config_json(const config::Config& c) {
   j["HIER_DEBUG"] = config::to_string(c.debug);
   j["HIER_DEBUG_FILE"] = c.debug_file;
   j["HIER_REPORT"] = c.report;
+  j["HIER_CHUNK"] = config::chunk_to_string(c.chunk_bytes);
   j["HIER_WATCHDOG"] = c.watchdog_s;
   j["HIER_TUNE_FILE"] = c.tune_file;
   return j;

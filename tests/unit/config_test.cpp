@@ -138,6 +138,12 @@ TEST(Config, Chunk) {
   EXPECT_EQ(ok({{"HIER_CHUNK", " 4M "}}).chunk_bytes, 4 << 20);
   EXPECT_EQ(ok({{"HIER_CHUNK", "2MiB"}}).chunk_bytes, 2 << 20);
   EXPECT_EQ(ok({{"HIER_CHUNK", "1g"}}).chunk_bytes, int64_t{1} << 30);
+  EXPECT_EQ(chunk_to_string(-1), "auto");
+  EXPECT_EQ(chunk_to_string(0), "off");
+  EXPECT_EQ(chunk_to_string(4 << 20), "4m");
+  EXPECT_EQ(chunk_to_string(3072), "3k");
+  EXPECT_EQ(chunk_to_string(1536), "1536");
+  EXPECT_EQ(chunk_to_string(1000), "1000");
   for (const char* v : {"-1", "big", "4x", "4 mm", "1e6", "99999999999g"}) {
     const std::string e = bad("HIER_CHUNK", v);
     EXPECT_NE(e.find("HIER_CHUNK"), std::string::npos) << e;
