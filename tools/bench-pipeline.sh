@@ -7,17 +7,19 @@
 #   tools/bench-pipeline.sh [--mpis "openmpi mpich"] [--chunks "0 4m 2m 1m"] [--colls allreduce,bcast]
 #                           [--min 1048576] [--max 33554432] [--iters 8] [--reps 2]
 #                           [--nodes 2] [--ppn 4] [--link 1gbit] [--timeout 300]
+#                           [--max-iters-bytes 4194304]   (larger messages run fewer iterations, at least 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 command_line="tools/bench-pipeline.sh $*"
 mpis="openmpi mpich" chunks="0 4m 2m 1m" colls=allreduce,bcast min=$((1 << 20)) max=$((32 << 20))
-iters=8 reps=2 nodes=2 ppn=4 link=1gbit timeout=300
+iters=8 reps=2 nodes=2 ppn=4 link=1gbit timeout=300 max_iters_bytes=$((4 << 20))
 while (($#)); do
   case $1 in
     --mpis) mpis=$2; shift 2;; --chunks) chunks=$2; shift 2;; --colls) colls=$2; shift 2;;
     --min) min=$2; shift 2;; --max) max=$2; shift 2;; --iters) iters=$2; shift 2;; --reps) reps=$2; shift 2;;
     --nodes) nodes=$2; shift 2;; --ppn) ppn=$2; shift 2;; --link) link=$2; shift 2;; --timeout) timeout=$2; shift 2;;
+    --max-iters-bytes) max_iters_bytes=$2; shift 2;;
     *) echo "bench-pipeline.sh: unknown option $1 (see the header of this script)" >&2; exit 2;;
   esac
 done
@@ -32,7 +34,7 @@ tools/minicluster down >/dev/null 2>&1 || true
 tools/minicluster up --nodes "$nodes" --ppn "$ppn" --link "$link"
 
 # Large sizes run fewer iterations (at least 3): hier-bench --max-iters-bytes.
-bench_args=(--colls "$colls" --min "$min" --max "$max" --iters "$iters" --warmup 1 --max-iters-bytes $((4 << 20)))
+bench_args=(--colls "$colls" --min "$min" --max "$max" --iters "$iters" --warmup 1 --max-iters-bytes "$max_iters_bytes")
 for mpi in $mpis; do
   echo "== $mpi: warm-up"
   tools/minicluster run --timeout "$timeout" --mpi "$mpi" --preload "$root/build/$mpi/libhier.so" -- \

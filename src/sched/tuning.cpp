@@ -28,9 +28,9 @@ const Thresholds& thresholds() {
   constexpr int64_t AGV_PADDED_MIN = kInf;
   // Pipelining (tools/bench-pipeline.sh, bench/RESULTS.md "Chunk pipelining"): 2 MiB chunks
   // made bcast of 16 MiB 2.4-3.5x faster than the MPI against 2.0-2.5x unchunked (three
-  // sweeps); allreduce was slower pipelined at 16-32 MiB in both sweeps that tried it
-  // (0.68-0.93x against 0.76-1.13x unchunked: Open MPI's nonblocking collectives, libnbc,
-  // lose what overlap gains on this machine).
+  // sweeps); allreduce was slower pipelined at 16-32 MiB in both loaded sweeps that tried it
+  // (0.68-0.93x against 0.76-1.13x unchunked) and at best level with unchunked on the idle
+  // machine (sweep 4): 2 cores leave no idle CPU for overlap to fill.
   constexpr int64_t ALLREDUCE_CHUNK = 0, BCAST_CHUNK = 2 * MiB;
   static const Thresholds t{
       /*allreduce=*/{512 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{2 * MiB, kInf},
@@ -41,9 +41,9 @@ const Thresholds& thresholds() {
   // MPICH 4.0.2's Allgatherv over a node's 4 ranks (8 ranks on 2 cores): 64-256 KiB ~70 ms like
   // its Allgather, 1 MiB 430-480 ms, 4 MiB 1.6 s against 0.08-0.12 s for Allgather.
   constexpr int64_t AGV_PADDED_MIN = 512 * KiB;
-  // Pipelining: 4 MiB chunks made allreduce of 8-16 MiB 1.30-1.50x faster than the MPI against
-  // 0.86-1.32x unchunked (three sweeps; 32 MiB 1.08-1.49x against 1.05-1.38x); 2 MiB chunks
-  // were slower than none. Bcast: 4 MiB chunks won in one sweep and lost in two at 8-16 MiB.
+  // Pipelining: 4 MiB chunks made allreduce of 8-16 MiB 1.30-1.55x faster than the MPI against
+  // 0.86-1.32x unchunked (four sweeps, the last on an idle machine; 32 MiB 1.08-1.49x against
+  // 1.05-1.38x); 2 MiB chunks were slower than none. Bcast: 4 MiB chunks won in one sweep and lost in two at 8-16 MiB.
   constexpr int64_t ALLREDUCE_CHUNK = 4 * MiB, BCAST_CHUNK = 0;
   static const Thresholds t{
       /*allreduce=*/{64 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{512 * KiB, kInf},
