@@ -2,12 +2,14 @@
 # Chunk-size sweep of libhier's pipelined hierarchical collectives (HIER_CHUNK) on the emulated
 # cluster: the MPI alone (HIER_DISABLE=1) against HIER_ALGO=hier at each chunk size (0 = not
 # pipelined), variants alternating within each repetition, medians over repetitions. Prints a
-# markdown table (median µs and MPI-alone / variant) and keeps the raw CSVs. Needs root.
+# markdown table (median ms and MPI-alone / variant) and keeps the raw CSVs. Needs root.
 #
 #   tools/bench-pipeline.sh [--mpis "openmpi mpich"] [--chunks "0 4m 2m 1m"] [--colls allreduce,bcast]
 #                           [--min 1048576] [--max 33554432] [--iters 8] [--reps 2]
 #                           [--nodes 2] [--ppn 4] [--link 1gbit] [--timeout 300]
 #                           [--max-iters-bytes 4194304]   (larger messages run fewer iterations, at least 3)
+# A chunk value of "default" runs libhier with no HIER_* setting (HIER_ALGO=auto: the planner's
+# own choice, flat outside its windows): --chunks default measures what users get against flat.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,7 +43,9 @@ for mpi in $mpis; do
     "$root/build/$mpi/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1 || true
   for rep in $(seq 1 "$reps"); do
     for v in mpi $chunks; do
-      if [[ $v == mpi ]]; then envs=(HIER_DISABLE=1); else envs=(HIER_ALGO=hier "HIER_CHUNK=$v"); fi
+      if [[ $v == mpi ]]; then envs=(HIER_DISABLE=1)
+      elif [[ $v == default ]]; then envs=()  # libhier as users run it: the planner decides
+      else envs=(HIER_ALGO=hier "HIER_CHUNK=$v"); fi
       echo "== $mpi: $v (rep $rep/$reps)"
       # A run that hangs at finalize (MPICH/UCX) is ended 10 s after its CSV is written.
       env "${envs[@]}" tools/minicluster run --timeout "$timeout" --done-file "$raw/$mpi.$v.$rep.csv" --mpi "$mpi" \

@@ -15,15 +15,16 @@ for path in glob.glob(os.path.join(raw, "*.csv")):
             continue
         data.setdefault((mpi, row["collective"], int(row["bytes"]), variant), []).append(float(row["median_us"]))
 print(f"\nCommand: `{cmd}`; load at the end: {open(os.path.join(raw, 'load.txt')).read().strip()}\n")
-print("| MPI | collective | bytes | MPI alone ms | " + " | ".join(f"chunk {c} ms" for c in chunks) + " | " +
-      " | ".join(f"MPI/chunk {c}" for c in chunks) + " |")
+name = lambda c: c if c == "default" else f"chunk {c}"  # default: libhier with no HIER_* set
+print("| MPI | collective | bytes | MPI alone ms | " + " | ".join(f"{name(c)} ms" for c in chunks) + " | " +
+      " | ".join(f"MPI/{name(c)}" for c in chunks) + " |")
 print("|---|---|---:|---:|" + "---:|" * (2 * len(chunks)))
 keys = sorted({k[:3] for k in data})
 for mpi, coll, b in keys:
     med = lambda v: statistics.median(data[(mpi, coll, b, v)]) if (mpi, coll, b, v) in data else None
     base = med("mpi")
     times = [med(c) for c in chunks]
-    fmt = lambda x: f"{x / 1000:.1f}" if x else "-"
+    fmt = lambda x: (f"{x / 1000:.3f}" if x < 10000 else f"{x / 1000:.1f}") if x else "-"
     ratio = lambda t: f"{base / t:.2f}" if base and t else "-"
     print(f"| {mpi} | {coll} | {b} | {fmt(base)} | " + " | ".join(fmt(t) for t in times) + " | " +
           " | ".join(ratio(t) for t in times) + " |")
