@@ -43,7 +43,8 @@ const Thresholds& thresholds() {
   constexpr int64_t AGV_PADDED_MIN = 512 * KiB;
   // Pipelining: 4 MiB chunks made allreduce of 8-16 MiB 1.30-1.55x faster than the MPI against
   // 0.86-1.32x unchunked (four sweeps, the last on an idle machine; 32 MiB 1.08-1.49x against
-  // 1.05-1.38x); 2 MiB chunks were slower than none. Bcast: 4 MiB chunks won in one sweep and lost in two at 8-16 MiB.
+  // 1.05-1.38x); 2 MiB chunks were slower than none. Bcast: 4 MiB chunks won in one sweep and
+  // lost in two at 8-16 MiB.
   constexpr int64_t ALLREDUCE_CHUNK = 4 * MiB, BCAST_CHUNK = 0;
   static const Thresholds t{
       /*allreduce=*/{64 * KiB, kInf}, /*reduce_scatter=*/{64 * KiB, kInf}, /*allgather=*/{512 * KiB, kInf},
