@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
-#include <utility>
 
 #include "config/registry.hpp"
 
@@ -80,8 +79,8 @@ std::string to_string(Quant q) {
 std::string chunk_to_string(int64_t b) {
   if (b < 0) return "auto";
   if (b == 0) return "off";
-  for (const auto& [unit, size] : {std::pair{"g", int64_t{1} << 30}, {"m", int64_t{1} << 20}, {"k", int64_t{1} << 10}})
-    if (b % size == 0) return std::to_string(b / size) + unit;
+  for (const SizeUnit& u : kSizeUnits)
+    if (b % u.bytes == 0) return std::to_string(b / u.bytes) + u.suffix;
   return std::to_string(b);
 }
 

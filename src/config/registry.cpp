@@ -137,10 +137,9 @@ std::string apply_chunk(const std::string& v, Config& c) {
   std::string unit = trim(end);
   if (unit.size() > 1 && (unit.substr(1) == "b" || unit.substr(1) == "ib")) unit.resize(1);
   long long mult = 1;
-  if (unit == "k") mult = 1LL << 10;
-  else if (unit == "m") mult = 1LL << 20;
-  else if (unit == "g") mult = 1LL << 30;
-  else if (!unit.empty() && unit != "b") return "unknown size unit '" + unit + "'";
+  for (const SizeUnit& u : kSizeUnits)
+    if (unit == u.suffix) mult = u.bytes;
+  if (mult == 1 && !unit.empty() && unit != "b") return "unknown size unit '" + unit + "'";
   if (x > (1LL << 40) / mult) return "size too large";
   c.chunk_bytes = x * mult;
   return {};

@@ -2,6 +2,7 @@
 // "unknown variable, did you mean" warning all come from it; add a knob here and nowhere else.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +19,13 @@ struct VarSpec {
   // Parses `value` into `cfg`; returns an empty string on success, else why it is invalid.
   std::string (*apply)(const std::string& value, Config& cfg);
 };
+
+// Byte-size suffixes (powers of 1024), largest first: HIER_CHUNK is parsed and printed with them.
+struct SizeUnit {
+  const char* suffix;
+  int64_t bytes;
+};
+inline constexpr SizeUnit kSizeUnits[] = {{"g", int64_t{1} << 30}, {"m", int64_t{1} << 20}, {"k", int64_t{1} << 10}};
 
 std::span<const VarSpec> registry();
 const VarSpec* find_var(const std::string& name);
