@@ -113,7 +113,7 @@ def gen_fn_header(funcs):
 
 
 def gen_c_wrappers(funcs, family):
-    out = [HEADER, "#include <mpi.h>\n", '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
+    out = [HEADER, "#include <mpi.h>\n", '#include "core/errors.hpp"', '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
            if family != "init" else '#include "core/lifecycle.hpp"\n']
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
     for f in funcs:
@@ -131,16 +131,27 @@ def gen_c_wrappers(funcs, family):
         if family == "init":
             out.append(f"  return hier::core::{disp}<hier::Fn::{f.short}>({lead});")
         else:
+            has_comm = any(p.name == "comm" and p.base() == "MPI_Comm" and p.ptr() == 0 and not p.array for p in f.params)
+            comm = "comm" if has_comm else "MPI_COMM_NULL"
             out.append("  if (!hier::core::should_intercept()) return fwd();")
             out.append("  hier::core::Guard guard;")
-            out.append(f"  const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")
+            # No C++ exception may cross into the C caller: caught here, returned as an MPI error.
+            out.append("  try {")
+            out.append(f"    const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")
             be = f.bytes_expr
             if be == "0":
-                out.append(f"  hier::core::record(hier::Fn::{f.short}, o, 0);")
+                out.append(f"    hier::core::record(hier::Fn::{f.short}, o, 0);")
             else:
                 be = re.sub(r"\bsz\(", "hier::core::sz(", be)
-                out.append(f"  hier::core::record(hier::Fn::{f.short}, o, o.rc == MPI_SUCCESS ? static_cast<uint64_t>({be}) : 0);")
-            out.append("  return o.rc;")
+                out.append(f"    hier::core::record(hier::Fn::{f.short}, o, o.rc == MPI_SUCCESS ? static_cast<uint64_t>({be}) : 0);")
+            if has_comm and family in ("coll", "icoll"):
+                # A hierarchical schedule's errors come from libhier's level communicators: the
+                # user's communicator's error handler has not seen them yet.
+                out.append("    if (o.algo != hier::diag::AlgoTag::Flat) hier::core::raise_on(comm, o.rc);")
+            out.append("    return o.rc;")
+            out.append("  } catch (...) {")
+            out.append(f'    return hier::core::on_exception({comm}, "{f.name}");')
+            out.append("  }")
         out.append("}")
         if g:
             out.append("#endif")

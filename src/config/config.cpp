@@ -33,9 +33,10 @@ ParseResult parse(const Getenv& getenv_fn, const std::vector<std::string>& envir
   return r;
 }
 
-const ParseResult& process_config() {
+namespace {
+ParseResult& mutable_config() {
   // A function-local static: parsed on first use (at MPI_Init), never in a constructor.
-  static const ParseResult result = [] {
+  static ParseResult result = [] {
     std::vector<std::string> names;
     for (char** e = environ; e && *e; ++e) {
       if (std::strncmp(*e, "HIER_", 5) != 0) continue;
@@ -50,6 +51,11 @@ const ParseResult& process_config() {
   }();
   return result;
 }
+}  // namespace
+
+const ParseResult& process_config() { return mutable_config(); }
+
+void force_flat_collectives() { mutable_config().config.algo.fill(Algo::Flat); }
 
 std::string to_string(LogLevel l) {
   switch (l) {

@@ -64,6 +64,9 @@ ParseResult parse(const Getenv& getenv_fn, const std::vector<std::string>& envir
 
 // The process's configuration: parse(getenv, environ) on first use, then cached.
 const ParseResult& process_config();
+// Turns every collective's algorithm to flat, for good (the ranks' configurations disagree:
+// core/agree_config.cpp). Only at init, before libhier becomes active.
+void force_flat_collectives();
 inline const Config& get() { return process_config().config; }
 
 // Text renderings of parsed values (for hier-info and the report).

@@ -156,21 +156,21 @@ std::string apply_watchdog(const std::string& v, Config& c) {
 
 const VarSpec kVars[] = {
   {"HIER_DISABLE", "0", "0 or 1", "Pure passthrough: every call goes straight to the MPI library (the baseline for comparisons).",
-   [](const std::string& v, Config& c) { return parse_bool(v, c.disable); }},
+   [](const std::string& v, Config& c) { return parse_bool(v, c.disable); }, true},
   {"HIER_STRICT", "0", "0 or 1", "Turn an invalid HIER_* value into a clean stop (MPI_Abort with the message) instead of a warning.",
    [](const std::string& v, Config& c) { return parse_bool(v, c.strict); }},
   {"HIER_LEVELS", "auto", "auto, or a list name[:N],... innermost first (e.g. gpu:2,node:4)",
    "Hierarchy levels: auto-detected, or listed innermost first; name:N groups N consecutive ranks (node:N fakes nodes).",
-   apply_levels},
+   apply_levels, true},
   {"HIER_ALGO", "auto", "auto|flat|hier, or collective=auto|flat|hier,... (collectives: allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, bcast, reduce, barrier, alltoall)",
    "Algorithm per collective; auto lets the planner choose.",
-   [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }},
+   [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }, true},
   {"HIER_CHUNK", "auto", "auto, off (0), or a size in bytes with an optional k/m/g suffix (e.g. 4m)",
    "Pipeline chunk size: hierarchical allreduce and bcast larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
-   apply_chunk},
+   apply_chunk, true},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
    "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only); validated now, no collective quantizes yet.",
-   [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }},
+   [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }, true},
   {"HIER_DEBUG", "WARN", "NONE, WARN, INFO or TRACE", "Log level of libhier's messages (TRACE prints schedules).", apply_debug},
   {"HIER_DEBUG_FILE", "", "a path; %h host, %p pid, %r rank, %% a percent sign",
    "Write the log to this file per process instead of stderr.",
@@ -183,7 +183,7 @@ const VarSpec kVars[] = {
    apply_watchdog},
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
    "Measured performance model used by the planner; built-in defaults when unset.",
-   [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); }},
+   [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); }, true},
 };
 
 size_t edit_distance(const std::string& a, const std::string& b) {

@@ -18,6 +18,9 @@ struct VarSpec {
   const char* doc;            // one sentence for hier-info and the README
   // Parses `value` into `cfg`; returns an empty string on success, else why it is invalid.
   std::string (*apply)(const std::string& value, Config& cfg);
+  // Ranks that differ here would run different schedules and deadlock: compared at MPI_Init
+  // (core/agree_config.cpp), and on a mismatch collectives run flat on every rank.
+  bool same_on_every_rank = false;
 };
 
 // Byte-size suffixes (powers of 1024), largest first: HIER_CHUNK is parsed and printed with them.

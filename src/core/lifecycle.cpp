@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "core/agree_config.hpp"
 #include "core/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
@@ -49,7 +50,7 @@ void check_mpi_family_or_die() {
   _exit(1);  // no handle of this MPI may be touched: stop before anything else runs
 }
 
-void on_initialized(bool world_model) {
+void on_initialized(bool world_model, bool at_init) {
   Guard guard;
   std::lock_guard<std::mutex> lk(g_init_mu);
   if (g_runtime.state.load() != State::Uninit) return;
@@ -80,6 +81,12 @@ void on_initialized(bool world_model) {
     // Give the launcher a moment to forward stderr: MPI_Abort kills the ranks' pipes at once.
     usleep(300 * 1000);
     PMPI_Abort(world_model ? MPI_COMM_WORLD : MPI_COMM_SELF, 1);
+  }
+  // Runs under HIER_DISABLE=1 too: a rank disabled alone would otherwise pass through while its
+  // peers build hierarchical schedules. One small allreduce, once.
+  if (world_model && at_init && !agree_config(rank)) {
+    usleep(300 * 1000);  // let the launcher forward rank 0's line first
+    PMPI_Abort(MPI_COMM_WORLD, 1);
   }
   HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, built_for_mpi(),
             cfg.disable ? "HIER_DISABLE=1, passthrough" : "active");

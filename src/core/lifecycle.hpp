@@ -8,8 +8,10 @@ namespace hier::core {
 
 // Before PMPI_Init*: stops the process if this build is for another MPI family.
 void check_mpi_family_or_die();
-// After a successful PMPI_Init*/Session_init: configuration, logging, activation.
-void on_initialized(bool world_model);
+// After a successful PMPI_Init*/Session_init: configuration, logging, activation. `at_init`: called
+// from MPI_Init/MPI_Init_thread, where every rank is in the same call, so the configuration that
+// must match is compared then (not when libhier starts lazily inside some other call).
+void on_initialized(bool world_model, bool at_init = false);
 // Before PMPI_Finalize/last Session_finalize: report, deactivation.
 void on_finalizing();
 
@@ -19,7 +21,7 @@ inline int lifecycle(Fwd& fwd, Args... args) {
   if constexpr (B == Fn::Init || B == Fn::Init_thread) {
     check_mpi_family_or_die();
     const int rc = fwd();
-    if (rc == MPI_SUCCESS) on_initialized(true);
+    if (rc == MPI_SUCCESS) on_initialized(true, true);
     diag::record(F, diag::AlgoTag::Flat, rc, 0);
     return rc;
   } else if constexpr (B == Fn::Finalize) {

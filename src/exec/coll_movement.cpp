@@ -80,8 +80,16 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   const bool uniform = coll == Coll::Allgather;
   sched::Key key{static_cast<uint8_t>(coll), p->plan.algo, false, false, -1, uniform ? bytes[0] : total, {}};
   if (!uniform) key.counts = bytes;
-  const sched::Schedule& s =
-      schedule(*p, key, [&] { return sched::build_allgather(p->ctx->levels->shape, rank, bytes); });
+  // Staging for my block is reserved whether or not my send type needs it: a rank's datatype
+  // layout is not part of the key (only its signature is the same everywhere), so no call may
+  // need memory that its key's miss did not reserve.
+  const sched::Schedule* sp = schedule(
+      *p, key, [&](int) { return sched::build_allgather(p->ctx->levels->shape, rank, bytes); },
+      [&](const sched::Schedule& s) {
+        return memory(*p, s.scratch, bytes[rank]) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp);
+      });
+  if (!sp) return std::nullopt;
+  const sched::Schedule& s = *sp;
 
   // My block as bytes: the user's send buffer (or my block of recvbuf) if dense, else packed.
   const int64_t my_disp = displs ? (*displs)[rank] : rank * counts[0];
@@ -139,12 +147,19 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;
   const int chunks = sched::chunks_for(Coll::Bcast, bytes, bytes);
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}, chunks},
-                                      [&] {
-                                        return sched::pipeline(bytes, chunks, [&](int64_t n) {
-                                          return sched::build_bcast(p->ctx->levels->shape, rank, n, root, p->plan.algo);
-                                        });
-                                      });
+  // Staging (for a non-contiguous datatype) is reserved whatever this rank's datatype: see gather_all.
+  const sched::Schedule* sp = schedule(
+      *p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}, chunks},
+      [&](int) {
+        return sched::pipeline(bytes, chunks, [&](int64_t n) {
+          return sched::build_bcast(p->ctx->levels->shape, rank, n, root, p->plan.algo);
+        });
+      },
+      [&](const sched::Schedule& s) {
+        return memory(*p, s.scratch, bytes) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp);
+      });
+  if (!sp) return std::nullopt;
+  const sched::Schedule& s = *sp;
   if (s.chunks > 1) note_pipelined(Coll::Bcast, s.chunks);
   auto mem = memory(*p, s.scratch, t.dense ? 0 : bytes);
   if (!mem) return MPI_ERR_NO_MEM;
@@ -164,9 +179,11 @@ std::optional<int> barrier(MPI_Comm comm) {
   auto p = prepare(Coll::Barrier, 0, comm);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Barrier), p->plan.algo, false, false, -1, 0, {}},
-                                      [&] { return sched::build_barrier(p->ctx->levels->shape, rank); });
-  return run(s, *p->ctx->levels, Binding{});
+  const sched::Schedule* s = schedule(*p, {static_cast<uint8_t>(Coll::Barrier), p->plan.algo, false, false, -1, 0, {}},
+                                      [&](int) { return sched::build_barrier(p->ctx->levels->shape, rank); },
+                                      [](const sched::Schedule&) { return true; });
+  if (!s) return std::nullopt;
+  return run(*s, *p->ctx->levels, Binding{});
 }
 
 std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
@@ -184,8 +201,12 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   const int64_t scount = in_place ? recvcount : sendcount;
   if (!st.ok || scount * st.size != block) return std::nullopt;
   const int rank = p->ctx->levels->rank;
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Alltoall), p->plan.algo, false, false, -1, block, {}},
-                                      [&] { return sched::build_alltoall(p->ctx->levels->shape, rank, block); });
+  const sched::Schedule* sp = schedule(
+      *p, {static_cast<uint8_t>(Coll::Alltoall), p->plan.algo, false, false, -1, block, {}},
+      [&](int) { return sched::build_alltoall(p->ctx->levels->shape, rank, block); },
+      [&](const sched::Schedule& s) { return memory(*p, s.scratch, 0).has_value(); });
+  if (!sp) return std::nullopt;
+  const sched::Schedule& s = *sp;
   auto mem = memory(*p, s.scratch, 0);
   if (!mem) return MPI_ERR_NO_MEM;
   const char* send = in_place ? static_cast<const char*>(recvbuf) : static_cast<const char*>(sendbuf);

@@ -2,6 +2,7 @@
 // datatype and op. Order of operands changes, so only commutative ops come here; every element
 // is still reduced in exactly one place and copied from there, so all ranks get the same bits.
 #include <climits>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -16,7 +17,27 @@ namespace {
 
 using config::Coll;
 
-// Runs an element schedule: scratch spans `scratch` elements laid out like the user's buffers.
+// The key of an element schedule: what the builder takes, and the datatype's layout, which sizes
+// the scratch (the same datatype on every rank: MPI requires it of reductions).
+sched::Key element_key(Coll coll, const Prepared& p, bool in_place, bool ordered, int root, int64_t n,
+                       const TypeInfo& t, int chunks = 1) {
+  sched::Key k{static_cast<uint8_t>(coll), p.plan.algo, in_place, ordered, root, n, {}, chunks};
+  k.extent = t.extent;
+  k.true_extent = t.true_extent;
+  k.true_lb = t.true_lb;
+  return k;
+}
+
+// What run_elements takes: scratch spanning `s.scratch` elements, and the direct steps' buffers.
+Acquirer element_memory(Prepared& p, const TypeInfo& t) {
+  return [&p, &t](const sched::Schedule& s) {
+    if (s.scratch > 0 && !p.ctx->scratch.get(static_cast<size_t>(t.span(s.scratch)))) return false;
+    return reserve(s, *p.ctx->levels, &t, &p.ctx->tmp);
+  };
+}
+
+// Runs an element schedule: scratch spans `scratch` elements laid out like the user's buffers
+// (reserved by element_memory when the schedule was built: get() allocates nothing here).
 int run_elements(Prepared& p, const sched::Schedule& s, const void* send, void* recv, const TypeInfo& t, MPI_Op op) {
   Binding b;
   b.send = static_cast<const char*>(send);
@@ -52,14 +73,15 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   const bool ordered = !predefined_op(op);
   const int rank = p->ctx->levels->rank;
   const int chunks = sched::chunks_for(Coll::Allreduce, count, count * t.size);
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Allreduce), p->plan.algo, in_place, ordered, -1, count, {}, chunks},
-                                      [&] {
+  const sched::Schedule* s = schedule(*p, element_key(Coll::Allreduce, *p, in_place, ordered, -1, count, t, chunks),
+                                      [&](int) {
                                         return sched::pipeline(count, chunks, [&](int64_t n) {
                                           return sched::build_allreduce(p->ctx->levels->shape, rank, n, in_place, p->plan.algo, ordered);
                                         });
-                                      });
-  if (s.chunks > 1) note_pipelined(Coll::Allreduce, s.chunks);
-  return run_elements(*p, s, sendbuf, recvbuf, t, op);
+                                      }, element_memory(*p, t));
+  if (!s) return std::nullopt;
+  if (s->chunks > 1) note_pipelined(Coll::Allreduce, s->chunks);
+  return run_elements(*p, *s, sendbuf, recvbuf, t, op);
 }
 
 std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
@@ -72,9 +94,13 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;  // PMPI reports the error
   const bool in_place = rank == root && sendbuf == MPI_IN_PLACE;
-  const sched::Schedule& s = schedule(*p, {static_cast<uint8_t>(Coll::Reduce), p->plan.algo, in_place, false, root, count, {}},
-                                      [&] { return sched::build_reduce(p->ctx->levels->shape, rank, count, root, in_place, p->plan.algo); });
-  return run_elements(*p, s, sendbuf, recvbuf, t, op);
+  // Only the root may pass MPI_IN_PLACE, and may do so in one call and not the next: the key
+  // leaves it out (keys must be equal on every rank) and the root keeps both forms.
+  const sched::Schedule* s = schedule(*p, element_key(Coll::Reduce, *p, false, false, root, count, t),
+                                      [&](int v) { return sched::build_reduce(p->ctx->levels->shape, rank, count, root, v == 1, p->plan.algo); },
+                                      element_memory(*p, t), in_place ? 1 : 0, rank == root);
+  if (!s) return std::nullopt;
+  return run_elements(*p, *s, sendbuf, recvbuf, t, op);
 }
 
 namespace {
@@ -89,12 +115,13 @@ std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
   const int rank = p->ctx->levels->rank;
   // reduce_scatter_block: one count describes them all.
   const bool block = coll == Coll::ReduceScatterBlock;
-  sched::Key key{static_cast<uint8_t>(coll), p->plan.algo, in_place, false, -1, block ? counts[0] : total, {}};
+  sched::Key key = element_key(coll, *p, in_place, false, -1, block ? counts[0] : total, t);
   if (!block) key.counts = counts;
-  const sched::Schedule& s = schedule(*p, key, [&] {
+  const sched::Schedule* s = schedule(*p, key, [&](int) {
     return sched::build_reduce_scatter(p->ctx->levels->shape, rank, counts, in_place);
-  });
-  return run_elements(*p, s, sendbuf, recvbuf, t, op);
+  }, element_memory(*p, t));
+  if (!s) return std::nullopt;
+  return run_elements(*p, *s, sendbuf, recvbuf, t, op);
 }
 
 int comm_size(MPI_Comm comm) {

@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "core/hooks.hpp"
 #include "diag/log.hpp"
+#include "exec/fallback.hpp"
 
 namespace hier::exec {
 namespace {
@@ -92,10 +93,13 @@ Context* context_of(MPI_Comm comm) {
   int inter = 0, size = 1;
   PMPI_Comm_test_inter(comm, &inter);
   PMPI_Comm_size(comm, &size);  // an intercommunicator's local group
-  if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get());
+  int failed = 0;
+  if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed);
+  if (failed) note_fallback(Acquire::Levels, failed == 2);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
                            : c->levels ? c->levels->shape.describe()
+                           : failed    ? "level communicators failed (flat)"
                                        : "one level (flat)";
   if (c->levels) HIER_INFO("topo", "communicator of %d ranks: %s", size, desc.c_str());
   Context* raw = c.release();

@@ -13,6 +13,15 @@ int Pending::complete() {
   return rc != MPI_SUCCESS ? rc : rc_all;
 }
 
+namespace {
+// One slot per incoming piece, each laid out like the user's buffer (element 0 at slot - true_lb).
+int64_t piece_slot(int mine, const TypeInfo& t) { return (t.span(mine) + 63) / 64 * 64; }
+}  // namespace
+
+int64_t reduce_scatter_direct_bytes(const std::vector<int>& counts, int me, const TypeInfo& t) {
+  return piece_slot(counts[me], t) * (static_cast<int64_t>(counts.size()) - 1);
+}
+
 int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t,
                                 MPI_Op op, MPI_Comm comm, Scratch& tmp, Pending& out) {
   int me = 0, p = 0;
@@ -21,9 +30,8 @@ int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<in
   std::vector<int64_t> displs(p, 0);
   for (int i = 1; i < p; ++i) displs[i] = displs[i - 1] + counts[i - 1];
   const int mine = counts[me];
-  // One slot per incoming piece, each laid out like the user's buffer (element 0 at slot - true_lb).
-  const int64_t slot = (t.span(mine) + 63) / 64 * 64;
-  char* mem = tmp.get(static_cast<size_t>(slot * (p - 1)));
+  const int64_t slot = piece_slot(mine, t);
+  char* mem = tmp.get(static_cast<size_t>(reduce_scatter_direct_bytes(counts, me, t)));
   if (!mem) return MPI_ERR_NO_MEM;
   auto in = [mem, slot, lb = t.true_lb](int k) { return mem + (k - 1) * slot - lb; };  // piece from me-k
 
@@ -65,6 +73,12 @@ int copy_units(const char* from, char* to, int n, const TypeInfo* t) {
 }
 }  // namespace
 
+int64_t allgatherv_padded_bytes(const std::vector<int>& counts, const TypeInfo* t) {
+  const int64_t maxc = *std::max_element(counts.begin(), counts.end());
+  const int64_t p = static_cast<int64_t>(counts.size());
+  return t ? t->span(maxc * p) : maxc * p;
+}
+
 namespace {
 // blocking: the MPI's blocking Allgather (tuned apart from its nonblocking one); the pieces are
 // then copied out by out.complete().
@@ -78,8 +92,7 @@ int padded_start(const char* src, bool in_place, char* dst, const std::vector<in
   const MPI_Aint extent = t ? t->extent : 1, lb = t ? t->true_lb : 0;
   const MPI_Datatype type = t ? t->type : MPI_BYTE;
   const int64_t slot = int64_t{maxc} * extent;
-  const int64_t span = t ? t->span(int64_t{maxc} * p) : slot * p;
-  char* mem = tmp.get(static_cast<size_t>(span));
+  char* mem = tmp.get(static_cast<size_t>(allgatherv_padded_bytes(counts, t)));
   if (!mem) return MPI_ERR_NO_MEM;
   char* base = mem - lb;  // element 0 of slot 0
   const char* mine = in_place ? dst + int64_t{displs[me]} * extent : src;

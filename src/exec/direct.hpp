@@ -36,6 +36,9 @@ int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<in
 int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
                           MPI_Comm comm, Scratch& tmp);
 
+// Scratch bytes reduce_scatter_direct_start takes from `tmp` for member `me`.
+int64_t reduce_scatter_direct_bytes(const std::vector<int>& counts, int me, const TypeInfo& t);
+
 // Allgatherv as an Allgather of pieces padded to the largest one, through tmp, then copied into
 // place: for MPIs whose Allgatherv is far slower than their Allgather (MPICH 4.0.2). `dst`
 // holds the pieces at displs (elements of t, or bytes when t is null: MPI_BYTE); my piece is
@@ -43,6 +46,8 @@ int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& co
 int allgatherv_padded_start(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
                             const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp,
                             Pending& out);
+// Scratch bytes allgatherv_padded(_start) takes from `tmp`.
+int64_t allgatherv_padded_bytes(const std::vector<int>& counts, const TypeInfo* t);
 int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
                       const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp);
 

@@ -26,6 +26,21 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
   return MPI_COMM_NULL;
 }
 
+// Which level steps libhier runs itself (exec/direct.hpp) instead of the MPI's collective: the
+// same choice in run() and reserve(), from inputs equal on every member.
+bool use_direct_rs(const TypeInfo* info, bool has_tmp, int64_t total) {
+  return has_tmp && info && total * info->size >= sched::thresholds().rs_direct_min;
+}
+bool use_padded_agv(const TypeInfo* info, bool has_tmp, int64_t total) {
+  return has_tmp && total * (info ? info->size : 1) >= sched::thresholds().agv_padded_min;
+}
+
+int64_t sum(const std::vector<int64_t>& v) {
+  int64_t t = 0;
+  for (int64_t x : v) t += x;
+  return t;
+}
+
 struct Runner {
   const topo::Levels& lv;
   const Binding& b;
@@ -53,12 +68,8 @@ struct Runner {
   static bool is_local(const sched::Step& s) {
     return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock;
   }
-  bool direct_rs(int64_t total) const {
-    return b.tmp && b.info && total * b.info->size >= sched::thresholds().rs_direct_min;
-  }
-  bool padded_agv(int64_t total) const {
-    return b.tmp && total * (b.info ? b.info->size : 1) >= sched::thresholds().agv_padded_min;
-  }
+  bool direct_rs(int64_t total) const { return use_direct_rs(b.info, b.tmp != nullptr, total); }
+  bool padded_agv(int64_t total) const { return use_padded_agv(b.info, b.tmp != nullptr, total); }
 
   // Starts a step nonblocking (a pipelined wave); `slot` numbers its scratch. The same choices
   // of implementation as step() makes, from inputs equal on every member.
@@ -171,6 +182,35 @@ struct Runner {
 };
 
 }  // namespace
+
+bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* info, ScratchSet* tmp) {
+  if (!tmp) return true;
+  const size_t n = s.steps.size();
+  for (size_t i = 0; i < n;) {
+    // A step alone uses slot 0; the steps of a wave use their index in the wave (see run()).
+    size_t j = i + 1;
+    if (s.steps[i].wave >= 0)
+      while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+    for (size_t k = i; k < j; ++k) {
+      const sched::Step& st = s.steps[k];
+      if (st.kind != Kind::ReduceScatter && st.kind != Kind::Allgatherv) continue;
+      const int64_t total = sum(st.counts);
+      const std::vector<int> counts(st.counts.begin(), st.counts.end());
+      int64_t bytes = -1;
+      if (st.kind == Kind::ReduceScatter && use_direct_rs(info, true, total)) {
+        int me = 0;
+        const MPI_Comm c = comm_of(st.comm, lv);
+        if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &me) != MPI_SUCCESS) return false;
+        bytes = reduce_scatter_direct_bytes(counts, me, *info);
+      } else if (st.kind == Kind::Allgatherv && use_padded_agv(info, true, total)) {
+        bytes = allgatherv_padded_bytes(counts, info);
+      }
+      if (bytes >= 0 && !(*tmp)[k - i].get(static_cast<size_t>(bytes))) return false;
+    }
+    i = j;
+  }
+  return true;
+}
 
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
   Runner r{lv, b, {}, {}};

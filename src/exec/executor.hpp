@@ -33,6 +33,11 @@ struct Binding {
   ScratchSet* tmp = nullptr;  // for steps libhier runs itself (exec/direct.hpp); null: never
 };
 
+// Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a
+// run never allocates once the ranks depend on each other. `info`: the element type (element
+// schedules), null for byte schedules. False when memory could not be had.
+bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* info, ScratchSet* tmp);
+
 // Steps with wave -1 run one at a time with blocking PMPI calls; consecutive steps of one wave
 // (pipelined schedules, sched/pipeline.hpp) are all started nonblocking, then completed in order.
 // On an error, everything already started is still completed before the first error returns.

@@ -1,5 +1,6 @@
 #include "exec/prepare.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <nlohmann/json.hpp>
@@ -7,7 +8,9 @@
 #include "core/hooks.hpp"
 #include "core/wrap.hpp"
 #include "diag/log.hpp"
+#include "exec/fallback.hpp"
 #include "exec/typed.hpp"
+#include "util/inject.hpp"
 
 namespace hier::exec {
 
@@ -35,11 +38,41 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm)
   return p;
 }
 
-const sched::Schedule& schedule(Prepared& p, const sched::Key& key, const std::function<sched::Schedule()>& build) {
-  bool built = false;
-  const sched::Schedule& s = p.ctx->cache.get(key, build, &built);
-  if (built) HIER_TRACE("sched", "rank %d: %s, %s: %s", p.ctx->levels->rank, sched::to_string(p.plan.algo),
-                        p.plan.why, sched::to_string(s).c_str());
+const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
+                                int variant, bool both) {
+  if (const sched::Cache::Entry* hit = p.ctx->cache.find(key)) return hit->variant[variant].get();
+  // 0: acquired; otherwise 1 + the point that failed here. An exception (std::bad_alloc from a
+  // builder) is a failure like any other: it must not leave this rank out of the agreement.
+  int failed = 0;
+  bool inserted = false;
+  try {
+    if (util::injected_failure("plan")) {
+      failed = 1 + static_cast<int>(Acquire::Plan);
+    } else {
+      sched::Cache::Entry& e = p.ctx->cache.insert(key);
+      inserted = true;
+      for (int v = 0; v < sched::Cache::kVariants; ++v)
+        if (v == variant || both) e.variant[v] = std::make_unique<sched::Schedule>(build(v));
+      failed = 1 + static_cast<int>(Acquire::Scratch);
+      bool ok = !util::injected_failure("scratch");
+      for (int v = 0; v < sched::Cache::kVariants && ok; ++v)
+        if (e.variant[v]) ok = acquire(*e.variant[v]);
+      if (ok) failed = 0;
+    }
+  } catch (...) {
+    if (!failed) failed = 1 + static_cast<int>(Acquire::Plan);
+  }
+  int agreed = failed;
+  if (PMPI_Allreduce(&failed, &agreed, 1, MPI_INT, MPI_MAX, p.ctx->levels->internal) != MPI_SUCCESS)
+    agreed = std::max(failed, 1 + static_cast<int>(Acquire::Scratch));
+  if (agreed != 0) {
+    if (inserted) p.ctx->cache.erase(key);
+    note_fallback(static_cast<Acquire>(agreed - 1), failed != 0);
+    return nullptr;
+  }
+  const sched::Schedule* s = p.ctx->cache.find(key)->variant[variant].get();
+  HIER_TRACE("sched", "rank %d: %s, %s: %s", p.ctx->levels->rank, sched::to_string(p.plan.algo), p.plan.why,
+             sched::to_string(*s).c_str());
   return s;
 }
 

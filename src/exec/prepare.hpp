@@ -29,8 +29,20 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count);
 // sched/planner.hpp): the context is built collectively on the first call that gets this far.
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm);
 
-// The schedule for `key` from the context's cache (built, and printed at TRACE, on a miss).
-const sched::Schedule& schedule(Prepared& p, const sched::Key& key, const std::function<sched::Schedule()>& build);
+// The schedule for `key`. A hit in the context's cache is the whole cost on the hot path. On a
+// miss (the same calls miss on every rank: sched/cache.hpp) the schedule is built (and printed
+// at TRACE) and `acquire` reserves everything the run will need (scratch, staging, the direct
+// steps' buffers), so that nothing is allocated once the ranks depend on each other; then the
+// ranks agree, with one small allreduce on the context's internal communicator, that every one
+// of them succeeded. Null when any rank failed: the call then goes to the MPI on every rank (and
+// the next call with this key tries again, on every rank alike).
+// `variant` picks this call's form of a schedule that has two on this rank (the root of a
+// reduce: in place or not); `both`: build and acquire both forms at the miss, so that the other
+// one never needs anything later, when the peers hit and would not agree again.
+using Build = std::function<sched::Schedule(int variant)>;
+using Acquirer = std::function<bool(const sched::Schedule&)>;
+const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
+                                int variant = 0, bool both = false);
 
 // Counts a hierarchical call that ran pipelined in `chunks` chunks, for the finalize report's
 // "pipeline" section (per collective: calls and chunks).

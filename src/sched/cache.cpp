@@ -12,17 +12,22 @@ size_t KeyHash::operator()(const Key& k) const noexcept {
   mix(static_cast<uint64_t>(k.n));
   mix(static_cast<uint64_t>(k.chunks));
   for (int64_t c : k.counts) mix(static_cast<uint64_t>(c));
+  mix(static_cast<uint64_t>(k.extent));
+  mix(static_cast<uint64_t>(k.true_extent));
+  mix(static_cast<uint64_t>(k.true_lb));
   return static_cast<size_t>(h);
 }
 
-const Schedule& Cache::get(const Key& key, const std::function<Schedule()>& build, bool* built) {
-  if (auto it = map_.find(key); it != map_.end()) {
-    if (built) *built = false;
-    return *it->second;
-  }
+const Cache::Entry* Cache::find(const Key& key) const {
+  auto it = map_.find(key);
+  return it == map_.end() ? nullptr : it->second.get();
+}
+
+Cache::Entry& Cache::insert(const Key& key) {
   if (map_.size() >= kMaxEntries) map_.clear();  // a program sweeping sizes: start over
-  if (built) *built = true;
-  return *map_.emplace(key, std::make_unique<Schedule>(build())).first->second;
+  auto& slot = map_[key];
+  slot = std::make_unique<Entry>();
+  return *slot;
 }
 
 }  // namespace hier::sched

@@ -25,6 +25,10 @@ struct Key {
   int64_t n = 0;
   std::vector<int64_t> counts;  // per-rank counts (reduce_scatter, allgatherv); empty otherwise
   int chunks = 1;               // pipelined in this many chunks (sched/pipeline.hpp)
+  // Element schedules: the datatype's layout (extent, true extent, true lower bound), which sizes
+  // the scratch reserved with the schedule. Reductions take the same datatype on every rank (MPI
+  // requires it), so the key, and with it every cache miss, is the same on every rank.
+  int64_t extent = 0, true_extent = 0, true_lb = 0;
   bool operator==(const Key&) const = default;
 };
 
@@ -32,16 +36,27 @@ struct KeyHash {
   size_t operator()(const Key& k) const noexcept;
 };
 
+// Every rank of a communicator sees the same sequence of keys, so every rank misses (and clears
+// the cache when full) on the same calls: the executor agrees on what a miss acquires there
+// (exec/prepare.cpp), never on a hit. A key therefore holds only what is the same on every rank;
+// where one rank's schedule has two forms (the root of a reduce, in place or not), both are
+// variants of one entry.
 class Cache {
  public:
-  // The cached schedule for `key`, built by `build` on a miss. The reference stays valid until
-  // the next call (the cache is bounded and may be cleared when full).
-  const Schedule& get(const Key& key, const std::function<Schedule()>& build, bool* built = nullptr);
+  static constexpr int kVariants = 2;
+  struct Entry {
+    std::unique_ptr<Schedule> variant[kVariants];
+  };
+  // The cached entry for `key`, or null. The pointer stays valid until the next insert.
+  const Entry* find(const Key& key) const;
+  // A new, empty entry for `key` (clearing the cache first when it is full).
+  Entry& insert(const Key& key);
+  void erase(const Key& key) { map_.erase(key); }
   size_t size() const { return map_.size(); }
 
  private:
   static constexpr size_t kMaxEntries = 256;
-  std::unordered_map<Key, std::unique_ptr<Schedule>, KeyHash> map_;
+  std::unordered_map<Key, std::unique_ptr<Entry>, KeyHash> map_;
 };
 
 }  // namespace hier::sched

@@ -1,6 +1,7 @@
 #include "topo/levels.hpp"
 
 #include "topo/discover.hpp"
+#include "util/inject.hpp"
 
 namespace hier::topo {
 
@@ -23,50 +24,54 @@ bool wants_physical(const config::Config& cfg) {
   return false;
 }
 
-// Discovery sends data (ids) only for levels without a size (and the physical nodes when the
-// planner wants them); sized levels alone are pure arithmetic.
-bool needs_discovery(const config::Config& cfg) {
-  if (cfg.levels_auto || wants_physical(cfg)) return true;
-  for (const config::Level& l : cfg.levels)
-    if (l.size == 0) return true;
-  return false;
-}
-
 // Tags of PMPI_Comm_create_group, one per kind of level communicator.
 constexpr int kTagStep = 0x4869, kTagNode = 0x4869 + 64, kTagLeaders = 0x4869 + 65;
 
 }  // namespace
 
-std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg) {
-  // Discovery traffic runs on a duplicate. The level communicators need no traffic of libhier's:
-  // every rank knows every group from the shape, so each is made with PMPI_Comm_create_group,
-  // collective over its own members only (no allgather of colours as in a split; the cheapest
-  // constructor, which matters to programs that create many communicators).
-  MPI_Comm dup = user;
-  if (needs_discovery(cfg) && PMPI_Comm_dup(user, &dup) != MPI_SUCCESS) return nullptr;
-  auto release = [&] {
-    if (dup != user) PMPI_Comm_free(&dup);
-  };
+std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed) {
+  if (failed) *failed = 0;
+  // libhier's traffic runs on a duplicate: discovery, and later the agreements of the executor.
+  // The level communicators need no traffic of libhier's: every rank knows every group from the
+  // shape, so each is made with PMPI_Comm_create_group, collective over its own members only
+  // (no allgather of colours as in a split; the cheapest constructor, which matters to programs
+  // that create many communicators).
+  MPI_Comm dup = MPI_COMM_NULL;
+  if (PMPI_Comm_dup(user, &dup) != MPI_SUCCESS) {
+    if (failed) *failed = 2;
+    return nullptr;
+  }
+  PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   auto lv = std::make_unique<Levels>();
+  lv->owned_.push_back(dup);  // freed with the levels, on every path below
+  lv->internal = dup;
   PMPI_Comm_rank(user, &lv->rank);
   PMPI_Comm_size(user, &lv->size);
   lv->shape = analyze(discover(dup, cfg, wants_physical(cfg)));
-  release();
   const Shape& s = lv->shape;
-  if (!s.hierarchical()) return nullptr;
+  if (!s.hierarchical()) return nullptr;  // the same on every rank: the shape is
 
+  // From here on a rank can fail alone (a communicator it could not create). It still takes
+  // part in every creation, so that no peer waits for it, and says so in the agreement below.
+  bool ok = true;
   MPI_Group all = MPI_GROUP_NULL;
-  PMPI_Comm_group(user, &all);
+  ok &= PMPI_Comm_group(user, &all) == MPI_SUCCESS;
   // Every rank creates its communicators in the same order (steps, node, leaders), so the
   // creations, each collective over its members, can never wait on each other in a cycle.
   auto create = [&](const std::vector<int>& members, int tag) {
     MPI_Comm c = MPI_COMM_NULL;
     if (members.empty()) return c;
     MPI_Group g = MPI_GROUP_NULL;
-    PMPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &g);
-    PMPI_Comm_create_group(user, g, tag, &c);
-    PMPI_Group_free(&g);
-    if (c != MPI_COMM_NULL) lv->owned_.push_back(c);
+    int rc = all == MPI_GROUP_NULL ? MPI_ERR_GROUP
+                                   : PMPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &g);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_create_group(user, g, tag, &c);
+    if (g != MPI_GROUP_NULL) PMPI_Group_free(&g);
+    if (rc != MPI_SUCCESS || c == MPI_COMM_NULL) {
+      ok = false;
+      return MPI_COMM_NULL;
+    }
+    PMPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+    lv->owned_.push_back(c);
     return c;
   };
   const int r = lv->rank;
@@ -81,7 +86,16 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg) {
     lv->node = create(s.members(r, Shape::Comm::Node), kTagNode);
     lv->leaders = create(s.members(r, Shape::Comm::Leaders), kTagLeaders);
   }
-  PMPI_Group_free(&all);
+  if (all != MPI_GROUP_NULL) PMPI_Group_free(&all);
+  if (util::injected_failure("levels")) ok = false;
+
+  // One agreement per communicator, when its context is built (never on a call's hot path).
+  int bad = ok ? 0 : 1;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, dup) != MPI_SUCCESS) bad = 1;
+  if (bad) {
+    if (failed) *failed = ok ? 1 : 2;
+    return nullptr;  // frees whatever this rank created
+  }
   return lv;
 }
 

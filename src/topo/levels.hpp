@@ -25,6 +25,9 @@ struct Levels {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm leaders = MPI_COMM_NULL;
   MPI_Comm cross = MPI_COMM_NULL;  // cartesian: ranks with my node position, one per node
+  // A duplicate of the user communicator for libhier's own agreements (exec/prepare.cpp): what a
+  // schedule-cache miss acquired on every rank, before any rank depends on another.
+  MPI_Comm internal = MPI_COMM_NULL;
 
   Levels() = default;
   Levels(const Levels&) = delete;
@@ -36,12 +39,17 @@ struct Levels {
   int my_local() const { return shape.local_of[rank]; }
 
  private:
-  friend std::unique_ptr<Levels> build_levels(MPI_Comm, const config::Config&);
+  friend std::unique_ptr<Levels> build_levels(MPI_Comm, const config::Config&, int*);
   std::vector<MPI_Comm> owned_;  // each communicator once (some views share one)
 };
 
 // Collective over `user`. Returns null where there is nothing hierarchical to do (one level,
-// levels that split nothing, not nested); never touches `user` beyond one PMPI_Comm_dup.
-std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg);
+// levels that split nothing, not nested), and also, on every rank alike, when any rank failed
+// to create its level communicators (`*failed` is then 1, or 2 on the rank that failed): the ranks agree on that before
+// returning, so the communicator runs flat everywhere instead of hanging on the rank that
+// lacks a communicator. Every communicator made here returns errors (MPI_ERRORS_RETURN): the
+// executor raises them on the user's communicator, through its error handler. Never touches
+// `user` beyond one PMPI_Comm_dup.
+std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed = nullptr);
 
 }  // namespace hier::topo

@@ -1,0 +1,15 @@
+// Test-only failure injection at the points where libhier acquires something that can fail
+// locally (level communicators, a schedule, scratch memory). libhier itself never defines the
+// hook: a test program defines (and exports) `hier_test_inject`, and only then can a point fail.
+// In a production run the weak reference is null and each point costs one predictable branch,
+// on cold paths only (communicator setup, schedule-cache misses).
+#pragma once
+
+extern "C" __attribute__((weak, visibility("default"))) int hier_test_inject(const char* point);
+
+namespace hier::util {
+
+// Whether the test asks `point` ("levels", "plan", "scratch") to fail on this rank now.
+inline bool injected_failure(const char* point) { return hier_test_inject != nullptr && hier_test_inject(point) != 0; }
+
+}  // namespace hier::util
