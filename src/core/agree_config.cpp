@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -68,6 +69,7 @@ bool agree_config(int me) {
     // lowest rank of each (MINLOC-style, with two allreduces on this rare path).
     int lo[2] = {mine[i] == h[i] ? me : INT32_MAX, mine[i] == ~h[n + i] ? me : INT32_MAX};
     PMPI_Allreduce(MPI_IN_PLACE, lo, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (lo[0] > lo[1]) std::swap(lo[0], lo[1]);
     const std::string a = value_on(lo[0], me, vals[i].text), b = value_on(lo[1], me, vals[i].text);
     if (me == 0)
       log::write(config::LogLevel::Warn, "config", __FILE__, __LINE__,

@@ -7,6 +7,7 @@
 #include "exec/direct.hpp"
 #include "exec/typed.hpp"
 #include "sched/tuning.hpp"
+#include "util/inject.hpp"
 
 namespace hier::exec {
 namespace {
@@ -213,6 +214,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
 }
 
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
+  if (util::injected_failure("run")) return MPI_ERR_OTHER;  // tests: an error inside a schedule
   Runner r{lv, b, {}, {}};
   const size_t n = s.steps.size();
   std::vector<Pending> wave;

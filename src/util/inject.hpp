@@ -9,7 +9,8 @@ extern "C" __attribute__((weak, visibility("default"))) int hier_test_inject(con
 
 namespace hier::util {
 
-// Whether the test asks `point` ("levels", "plan", "scratch") to fail on this rank now.
+// Whether the test asks `point` ("levels", "plan", "scratch"; "run": a schedule's run returns an
+// error) to fail on this rank now. The hook may also throw, to test the wrappers' catch.
 inline bool injected_failure(const char* point) { return hier_test_inject != nullptr && hier_test_inject(point) != 0; }
 
 }  // namespace hier::util

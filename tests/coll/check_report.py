@@ -6,6 +6,8 @@ usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--max-live N]
   --flat FN: MPI function FN never ran hierarchically
   --max-live N: at most N libhier contexts were alive at finalize (level communicators freed)
   --pipelined COLL: collective COLL (allreduce, bcast) ran chunk-pipelined at least once
+  --fallback POINT[=N]: calls fell back to the MPI because some rank failed to acquire POINT
+                        (levels, plan, scratch): at least once, or exactly N times
 """
 import json
 import sys
@@ -21,7 +23,7 @@ def main():
     errors = []
     mode = None
     for a in args:
-        if a in ("--hier", "--flat", "--max-live", "--pipelined"):
+        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback"):
             mode = a
             continue
         if mode == "--hier":
@@ -36,6 +38,11 @@ def main():
             pipe = rep.get("pipeline", {}).get(a, {})
             if pipe.get("calls", 0) == 0 or pipe.get("chunks", 0) < 2 * pipe.get("calls", 0):
                 errors.append(f"{a}: no pipelined call (pipeline: {rep.get('pipeline')})")
+        elif mode == "--fallback":
+            point, _, n = a.partition("=")
+            calls = rep.get("fallbacks", {}).get(point, {}).get("calls", 0)
+            if (n and calls != int(n)) or (not n and calls == 0):
+                errors.append(f"{point}: {calls} fallbacks, expected {n or 'some'} (fallbacks: {rep.get('fallbacks')})")
         elif mode == "--max-live":
             live = topo.get("live", {}).get("contexts")
             if live is None or live > int(a):
