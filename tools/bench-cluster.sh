@@ -64,6 +64,10 @@ run_variant() {  # mpi variant rep
   # Recorded also after a failure: a run killed in a finalize hang still moved its data.
   after=$(tools/minicluster links --json)
   printf '%s\n%s\n' "$before" "$after" > "$raw/$mpi.$variant.$rep.links"
+  local drops
+  drops=$(/usr/bin/python3 -c 'import json,sys; a,b=[json.loads(x) for x in sys.argv[1:]]; print(b["total_dropped"]-a["total_dropped"])' "$before" "$after")
+  echo "   packets dropped on the links: $drops"
+  ((drops == 0)) || echo "WARNING: $mpi $variant rep $rep: $drops PACKETS DROPPED: its timings include TCP retransmission timeouts" >&2
 }
 
 for mpi in $mpis; do

@@ -67,14 +67,20 @@ else
 fi
 
 for variant in mpi libhier; do step_ms[$variant]=""; sent[$variant]=""; done
+dropped_total=0
+# Link counters of the demo cluster: total bytes sent and packets dropped, as "bytes drops".
+counters() {
+  tools/minicluster --name demo links --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'
+}
 for rep in $(seq 1 "$reps"); do
   for variant in mpi libhier; do  # alternate: the machine's load changes over time
-    before=0
-    ((cluster)) && before=$(tools/minicluster --name demo links --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total_sent_bytes"])')
+    before=0 drops_before=0
+    ((cluster)) && read -r before drops_before < <(counters)
     line=$(run "$variant")
     [[ -n $line ]] || { echo "demo.sh: the $variant run failed (no final_loss line)" >&2; exit 1; }
-    after=0
-    ((cluster)) && after=$(tools/minicluster --name demo links --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total_sent_bytes"])')
+    after=0 drops_after=0
+    ((cluster)) && read -r after drops_after < <(counters)
+    dropped_total=$((dropped_total + drops_after - drops_before))
     step_ms[$variant]+=" $(field mean_step_ms "$line")"
     sent[$variant]+=" $((after - before))"
     loss[$variant]=$(field final_loss "$line")
@@ -91,5 +97,9 @@ if ((cluster)); then
   printf '%-28s %14.1f %14.1f\n' "MiB over the links per run" "$(awk -v b="$(median ${sent[mpi]})" 'BEGIN{print b/1048576}')" "$(awk -v b="$(median ${sent[libhier]})" 'BEGIN{print b/1048576}')"
 fi
 printf '%-28s %14s %14s\n' "final loss" "${loss[mpi]}" "${loss[libhier]}"
+if ((cluster)); then
+  echo "packets dropped on the links during the runs: $dropped_total"
+  ((dropped_total == 0)) || echo "WARNING: PACKETS WERE DROPPED: the timings above include TCP retransmission timeouts" >&2
+fi
 printf 'speedup: %.2fx\n' "$(awk -v a="$ms_mpi" -v b="$ms_hier" 'BEGIN{print a/b}')"
 if [[ ${loss[mpi]} == "${loss[libhier]}" ]]; then echo "final losses are identical"; else echo "FINAL LOSSES DIFFER"; exit 1; fi
