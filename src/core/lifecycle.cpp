@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -14,6 +15,8 @@
 #include "diag/report.hpp"
 
 namespace hier::core {
+
+void finalize_libhier();
 
 namespace {
 std::mutex g_init_mu;
@@ -50,8 +53,8 @@ void check_mpi_family_or_die() {
   _exit(1);  // no handle of this MPI may be touched: stop before anything else runs
 }
 
-void on_initialized(bool world_model, bool at_init) {
-  Guard guard;
+namespace {
+void initialize(bool world_model, bool at_init) {
   std::lock_guard<std::mutex> lk(g_init_mu);
   if (g_runtime.state.load() != State::Uninit) return;
   const config::ParseResult& parsed = config::process_config();
@@ -94,6 +97,23 @@ void on_initialized(bool world_model, bool at_init) {
   g_runtime.state.store(cfg.disable ? State::Passive : State::Active);
 }
 
+}  // namespace
+
+// No exception may leave MPI_Init: one from libhier's setup leaves libhier passive (every call
+// goes to the MPI) and the program's MPI_Init succeeds as it would without libhier.
+void on_initialized(bool world_model, bool at_init) {
+  Guard guard;
+  try {
+    initialize(world_model, at_init);
+  } catch (const std::exception& e) {
+    g_runtime.state.store(State::Passive);
+    std::fprintf(stderr, "libhier: setup failed (%s); every call goes to the MPI unchanged\n", e.what());
+  } catch (...) {
+    g_runtime.state.store(State::Passive);
+    std::fprintf(stderr, "libhier: setup failed; every call goes to the MPI unchanged\n");
+  }
+}
+
 bool lazy_init() {
   Guard guard;
   int initialized = 0, finalized = 0;
@@ -106,6 +126,14 @@ bool lazy_init() {
 
 void on_finalizing() {
   Guard guard;
+  try {
+    finalize_libhier();
+  } catch (...) {
+    g_runtime.state.store(State::Passive);  // the report may be missing; MPI_Finalize still runs
+  }
+}
+
+void finalize_libhier() {
   {
     std::lock_guard<std::mutex> lk(g_init_mu);
     if (g_runtime.state.load() == State::Uninit) return;  // never initialized through libhier
