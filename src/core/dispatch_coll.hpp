@@ -8,8 +8,11 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/coll_device.hpp"
 #include "core/wrap.hpp"
+#include "device/agree.hpp"
 #include "exec/entry.hpp"
+#include "exec/prepare.hpp"
 
 namespace hier::core {
 
@@ -41,6 +44,34 @@ std::optional<int> hierarchical(Args... a) {
   else return std::nullopt;
 }
 
+// The hierarchical path of a collective with buffers, safe for device memory. Order matters:
+// every test before the communicator's agreement uses only what all ranks share (arguments,
+// configuration), so all ranks reach the agreement, and the same schedule, together.
+template <Fn B, class Fwd, class... Args>
+Outcome with_buffers(Fwd& fwd, Args... a) {
+  coll_device::Shape s = coll_device::shape(coll_device::Tag<B>{}, a...);
+  if (!exec::may_rewrite(s.coll, s.type, s.count)) return passthrough(fwd);  // exec asks it again: cheap
+  const device::MemKind kind = s.kind();
+  const char* name = config::kCollKeys[static_cast<size_t>(s.coll)];
+  if (!device::host_schedules_agreed(s.comm)) {  // a GPU runtime in some rank's process
+    device::note_untouched(kind, name);
+    return passthrough(fwd);
+  }
+  if (kind == device::MemKind::Host) {
+    if (auto rc = hierarchical<B>(a...)) return {*rc, diag::AlgoTag::Hier};
+    return passthrough(fwd);
+  }
+  // The runtime came after the agreement: the other ranks may run the schedule, so this one
+  // must too, on host copies the MPI makes of its device buffers.
+  coll_device::Staged staged(s);
+  if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
+  auto rc = hierarchical<B>(a...);
+  if (!rc) return passthrough(fwd);  // fwd holds the user's own pointers
+  device::note_untouched(kind, "staged");
+  const int back = staged.finish();
+  return {*rc != MPI_SUCCESS ? *rc : back, diag::AlgoTag::Hier};
+}
+
 template <Fn B>
 constexpr bool has_hierarchical = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
                                   B == Fn::Reduce_scatter || B == Fn::Allgather || B == Fn::Allgatherv ||
@@ -55,7 +86,11 @@ inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
     if constexpr ((std::is_convertible_v<decltype(coll_detail::narrow(args)), decltype(args)> && ...) &&
                   (F == B || (B != Fn::Reduce_scatter && B != Fn::Allgatherv))) {
       if ((coll_detail::fits(args) && ...)) {
-        if (auto rc = coll_detail::hierarchical<B>(coll_detail::narrow(args)...)) return {*rc, diag::AlgoTag::Hier};
+        if constexpr (B == Fn::Barrier) {
+          if (auto rc = coll_detail::hierarchical<B>(coll_detail::narrow(args)...)) return {*rc, diag::AlgoTag::Hier};
+        } else {
+          return coll_detail::with_buffers<B>(fwd, coll_detail::narrow(args)...);
+        }
       }
     }
   }

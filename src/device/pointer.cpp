@@ -1,0 +1,160 @@
+// Pointer classification through the GPU runtime the program loaded (see pointer.hpp).
+//
+// ABIs used (stable across versions, so no header of either runtime is needed to build):
+//   CUDA driver (libcuda.so.1): CUresult cuPointerGetAttribute(void* data, int attr,
+//     unsigned long long ptr); CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2 (CU_MEMORYTYPE_HOST = 1,
+//     DEVICE = 2, ARRAY = 3, UNIFIED = 4), CU_POINTER_ATTRIBUTE_IS_MANAGED = 8;
+//     CUDA_ERROR_INVALID_VALUE = 1 for memory CUDA does not know (plain host memory),
+//     CUDA_ERROR_NOT_INITIALIZED = 3 before cuInit (no device memory can exist yet).
+//     libcudart always loads the driver before it can allocate, so probing the driver suffices.
+//   HIP (libamdhip64): hipError_t hipPointerGetAttribute(void* data, int attr, void* ptr), same
+//     attribute numbers. Not hipPointerGetAttributes: its struct changed layout in ROCm 6. The
+//     hipMemoryType values changed too (ROCm 5: Host 0, Device 1, Array 2, Unified 3, Managed 4;
+//     ROCm 6: Unregistered 0, Host 1, Device 2, Managed 3, Array 10, Unified 11), so the major
+//     version is taken from hipRuntimeGetVersion(int*) (or the soname) and only the values that
+//     mean host memory are trusted: anything else counts as device, which is always safe.
+//
+// No per-allocation cache: a freed range can be handed out again as host or device memory and
+// neither runtime tells us about frees, so a cached answer could send a device buffer to the
+// host code. One query costs well under a microsecond, and it runs only on calls where libhier
+// is about to copy or pack the whole buffer.
+#include "device/pointer.hpp"
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/hooks.hpp"
+
+namespace hier::device {
+namespace pointer_detail {
+
+std::atomic<uint8_t> g_runtime{static_cast<uint8_t>(Runtime::None)};
+std::atomic<int64_t> g_next_probe_ns{0};
+
+namespace {
+
+constexpr int64_t kProbeEveryNs = 100'000'000;  // 100 ms
+constexpr int kAttrMemoryType = 2;
+constexpr int kAttrIsManaged = 8;
+
+using QueryFn = int (*)(void* data, int attr, const void* ptr);  // both runtimes, by value
+QueryFn g_query = nullptr;
+int g_hip_major = 0;
+std::mutex g_probe_mu;
+
+void* noload(const char* name) { return dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL); }
+
+bool find_cuda() {
+  void* h = noload("libcuda.so.1");
+  if (!h) return false;
+  // CUdeviceptr is unsigned long long: passed by value in the same register as a pointer on
+  // every 64-bit ABI libhier builds for.
+  g_query = reinterpret_cast<QueryFn>(dlsym(h, "cuPointerGetAttribute"));
+  return g_query != nullptr;  // the handle stays open: the runtime is in the process anyway
+}
+
+bool find_hip() {
+  static const char* const names[] = {"libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5", "libamdhip64.so"};
+  for (const char* n : names) {
+    void* h = noload(n);
+    if (!h) continue;
+    g_query = reinterpret_cast<QueryFn>(dlsym(h, "hipPointerGetAttribute"));
+    if (!g_query) return false;  // before ROCm 5.0: no stable query, leave buffers to the MPI
+    int v = 0;
+    auto version = reinterpret_cast<int (*)(int*)>(dlsym(h, "hipRuntimeGetVersion"));
+    if (version && version(&v) == 0 && v > 0) g_hip_major = v / 10000000;
+    else g_hip_major = std::strcmp(n, "libamdhip64.so.5") == 0 ? 5 : 6;  // from the soname
+    return true;
+  }
+  return false;
+}
+
+MemKind query_cuda(const void* p) {
+  unsigned long long managed = 0;  // the driver writes a bool-sized or int-sized value
+  if (g_query(&managed, kAttrIsManaged, p) == 0 && managed != 0) return MemKind::Managed;
+  unsigned int type = 0;
+  const int rc = g_query(&type, kAttrMemoryType, p);
+  if (rc == 1 || rc == 3) return MemKind::Host;  // unknown to CUDA / CUDA not initialized
+  if (rc != 0) return MemKind::Device;            // cannot tell: do not touch
+  return type == 1 ? MemKind::Host : MemKind::Device;
+}
+
+MemKind query_hip(const void* p) {
+  unsigned long long managed = 0;
+  if (g_query(&managed, kAttrIsManaged, p) == 0 && managed != 0) return MemKind::Managed;
+  unsigned int type = 0;
+  const int rc = g_query(&type, kAttrMemoryType, p);
+  if (rc == 1) return MemKind::Host;  // hipErrorInvalidValue: memory HIP does not know
+  if (rc != 0) return MemKind::Device;
+  if (g_hip_major >= 6) return type <= 1 ? MemKind::Host : type == 3 ? MemKind::Managed : MemKind::Device;
+  return type == 0 ? MemKind::Host : type == 4 ? MemKind::Managed : MemKind::Device;
+}
+
+}  // namespace
+
+int64_t coarse_now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);  // vDSO, no system call
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+Runtime probe() {
+  std::lock_guard<std::mutex> lk(g_probe_mu);
+  auto r = static_cast<Runtime>(g_runtime.load(std::memory_order_acquire));
+  if (r != Runtime::None) return r;
+  if (find_cuda()) r = Runtime::Cuda;
+  else if (find_hip()) r = Runtime::Hip;
+  g_next_probe_ns.store(coarse_now_ns() + kProbeEveryNs, std::memory_order_relaxed);
+  // Release: a thread that sees the runtime also sees g_query and g_hip_major.
+  if (r != Runtime::None) g_runtime.store(static_cast<uint8_t>(r), std::memory_order_release);
+  return r;
+}
+
+MemKind query(Runtime r, const void* p) {
+  (void)g_runtime.load(std::memory_order_acquire);  // pairs with probe()'s release
+  return r == Runtime::Cuda ? query_cuda(p) : query_hip(p);
+}
+
+}  // namespace pointer_detail
+
+const char* to_string(Runtime r) {
+  switch (r) {
+    case Runtime::Cuda: return "cuda";
+    case Runtime::Hip: return "hip";
+    default: return "none";
+  }
+}
+
+namespace {
+std::mutex g_count_mu;
+std::map<std::string, uint64_t> g_device_calls, g_managed_calls;  // per call family
+
+std::string report() {
+  std::lock_guard<std::mutex> lk(g_count_mu);
+  nlohmann::json j;
+  j["runtime"] = to_string(static_cast<Runtime>(pointer_detail::g_runtime.load()));
+  uint64_t dev = 0, man = 0;
+  nlohmann::json d = nlohmann::json::object(), m = nlohmann::json::object();
+  for (const auto& [k, n] : g_device_calls) d[k] = n, dev += n;
+  for (const auto& [k, n] : g_managed_calls) m[k] = n, man += n;
+  j["device"] = {{"calls", dev}, {"by_call", d}};
+  j["managed"] = {{"calls", man}, {"by_call", m}};
+  return j.dump();
+}
+}  // namespace
+
+void note_untouched(MemKind k, const char* what) {
+  if (k == MemKind::Host) return;
+  static const bool registered = (core::add_report_section("device", report), true);
+  (void)registered;
+  std::lock_guard<std::mutex> lk(g_count_mu);  // off the fast path: a GPU buffer was seen
+  ++(k == MemKind::Device ? g_device_calls : g_managed_calls)[what];
+}
+
+}  // namespace hier::device

@@ -1,0 +1,68 @@
+#include "device/stage.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <new>
+#include <memory>
+
+namespace hier::device {
+namespace {
+
+// n elements from src to dst through a packed host buffer, with the MPI's own (GPU-aware) pack
+// and unpack: no message, so no self-communicator traffic that two threads could cross.
+int copy(const void* src, void* dst, int64_t n, MPI_Datatype t, MPI_Aint extent) {
+  std::unique_ptr<char[]> packed;
+  int cap = 0;
+  for (int64_t done = 0; done < n;) {
+    int c = static_cast<int>(std::min<int64_t>(n - done, INT_MAX));
+    int bytes = 0;
+    int rc = PMPI_Pack_size(c, t, MPI_COMM_SELF, &bytes);
+    while (rc == MPI_SUCCESS && bytes < 0 && c > 1) {  // more than INT_MAX bytes: smaller pieces
+      c /= 2;
+      rc = PMPI_Pack_size(c, t, MPI_COMM_SELF, &bytes);
+    }
+    if (rc != MPI_SUCCESS) return rc;
+    if (bytes > cap) {
+      packed.reset(new (std::nothrow) char[static_cast<size_t>(bytes)]);
+      if (!packed) return MPI_ERR_NO_MEM;
+      cap = bytes;
+    }
+    const MPI_Aint off = static_cast<MPI_Aint>(done) * extent;
+    int pos = 0;
+    rc = PMPI_Pack(static_cast<const char*>(src) + off, c, t, packed.get(), cap, &pos, MPI_COMM_SELF);
+    int upos = 0;
+    if (rc == MPI_SUCCESS) rc = PMPI_Unpack(packed.get(), pos, &upos, static_cast<char*>(dst) + off, c, t, MPI_COMM_SELF);
+    if (rc != MPI_SUCCESS) return rc;
+    done += c;
+  }
+  return MPI_SUCCESS;
+}
+
+MPI_Aint extent_of(MPI_Datatype t) {
+  MPI_Aint lb = 0, ext = 0;
+  PMPI_Type_get_extent(t, &lb, &ext);
+  return ext;
+}
+
+}  // namespace
+
+HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) {
+  if (n <= 0) return;
+  MPI_Aint tlb = 0, text = 0;
+  if ((rc_ = PMPI_Type_get_true_extent(t, &tlb, &text)) != MPI_SUCCESS) return;
+  const MPI_Aint span = (n - 1) * extent_of(t) + text;
+  mem_.reset(new (std::nothrow) char[static_cast<size_t>(span)]);
+  if (!mem_) {
+    rc_ = MPI_ERR_NO_MEM;
+    return;
+  }
+  host_ = mem_.get() - tlb;  // element 0's address: its first touched byte is mem_[0]
+  rc_ = copy(dev, host_, n, t, extent_of(t));
+}
+
+int HostStage::copy_back(void* dev) const {
+  if (n_ <= 0 || rc_ != MPI_SUCCESS) return rc_;
+  return copy(host_, dev, n_, t_, extent_of(t_));
+}
+
+}  // namespace hier::device

@@ -1,0 +1,238 @@
+// Device buffers through libhier: every wrapped call that libhier may rewrite, given buffers in
+// "device memory" (fake_gpu.h: PROT_NONE outside the MPI), must give the MPI's own result and
+// never touch them with host code (a touch ends the run with "host access to device memory").
+// Modes (environment): none: the stand-in CUDA driver is preloaded, so every communicator
+// agrees on "GPU present" and collectives pass through; FAKE_GPU_LATE=<libcuda.so.1>: the
+// driver is dlopen'ed after MPI_COMM_WORLD agreed on "no GPU", so collectives are staged
+// through the MPI; FAKE_GPU_BLIND=1: no driver at all, libhier cannot classify (must crash).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <numeric>
+#include <vector>
+
+#include "fake_gpu.h"
+
+namespace {
+
+int rank_() {
+  int r = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int size_() {
+  int s = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// n ints in "device memory", initialized from `init` (zero if empty).
+int* dev(size_t n, const std::vector<int>& init = {}) {
+  int* p = static_cast<int*>(fake_gpu_alloc(n * sizeof(int), 0));
+  std::vector<int> z(n, 0);
+  fake_gpu_copy(p, init.empty() ? z.data() : init.data(), n * sizeof(int));
+  return p;
+}
+std::vector<int> host(const int* d, size_t n) {
+  std::vector<int> h(n);
+  fake_gpu_copy(h.data(), d, n * sizeof(int));
+  return h;
+}
+std::vector<int> data(size_t n, int salt) {
+  std::vector<int> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<int>(i * 7 + salt * 1000 + 3);
+  return v;
+}
+
+constexpr int kN = 1024;
+
+TEST(Device, A_Setup) {
+  if (const char* late = std::getenv("FAKE_GPU_LATE")) {
+    // The first in-window collective on MPI_COMM_WORLD agrees on "no GPU anywhere" ...
+    std::vector<int> a(kN, 1), b(kN);
+    ASSERT_EQ(MPI_Allreduce(a.data(), b.data(), kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    EXPECT_EQ(b[0], size_());
+    // ... then the runtime arrives (as when a program imports PyTorch after MPI_Init).
+    ASSERT_NE(dlopen(late, RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+    usleep(250 * 1000);  // past libhier's re-probe interval
+  }
+}
+
+TEST(Device, Allreduce) {
+  const auto in = data(kN, rank_());
+  std::vector<int> ref(kN);
+  PMPI_Allreduce(in.data(), ref.data(), kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int* s = dev(kN, in);
+  int* r = dev(kN);
+  ASSERT_EQ(MPI_Allreduce(s, r, kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(r, kN), ref);
+  int* ip = dev(kN, in);  // in place
+  ASSERT_EQ(MPI_Allreduce(MPI_IN_PLACE, ip, kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(ip, kN), ref);
+}
+
+TEST(Device, Reduce) {
+  const int root = size_() - 1;
+  const auto in = data(kN, rank_());
+  std::vector<int> ref(kN);
+  PMPI_Reduce(in.data(), ref.data(), kN, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+  int* s = dev(kN, in);
+  int* r = dev(kN);
+  ASSERT_EQ(MPI_Reduce(s, r, kN, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD), MPI_SUCCESS);
+  if (rank_() == root) {
+    EXPECT_EQ(host(r, kN), ref);
+  }
+}
+
+TEST(Device, Bcast) {
+  const int root = size_() > 2 ? 2 : 0;
+  const auto in = data(kN, 42);
+  int* b = dev(kN, rank_() == root ? in : std::vector<int>{});
+  ASSERT_EQ(MPI_Bcast(b, kN, MPI_INT, root, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(b, kN), in);
+}
+
+TEST(Device, Allgather) {
+  const int n = kN / 4, p = size_();
+  const auto in = data(n, rank_());
+  std::vector<int> ref(n * p);
+  PMPI_Allgather(in.data(), n, MPI_INT, ref.data(), n, MPI_INT, MPI_COMM_WORLD);
+  int* s = dev(n, in);
+  int* r = dev(n * p);
+  ASSERT_EQ(MPI_Allgather(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(r, n * p), ref);
+}
+
+TEST(Device, Allgatherv) {
+  const int p = size_();
+  std::vector<int> counts(p), displs(p);
+  for (int i = 0; i < p; ++i) counts[i] = 100 + 10 * i;
+  std::exclusive_scan(counts.begin(), counts.end(), displs.begin(), 0);
+  const int total = displs[p - 1] + counts[p - 1];
+  const auto in = data(counts[rank_()], rank_());
+  std::vector<int> ref(total);
+  PMPI_Allgatherv(in.data(), counts[rank_()], MPI_INT, ref.data(), counts.data(), displs.data(), MPI_INT,
+                  MPI_COMM_WORLD);
+  int* s = dev(in.size(), in);
+  int* r = dev(total);
+  ASSERT_EQ(MPI_Allgatherv(s, counts[rank_()], MPI_INT, r, counts.data(), displs.data(), MPI_INT, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  EXPECT_EQ(host(r, total), ref);
+}
+
+TEST(Device, ReduceScatterBlock) {
+  const int n = kN / 4, p = size_();
+  const auto in = data(n * p, rank_());
+  std::vector<int> ref(n);
+  PMPI_Reduce_scatter_block(in.data(), ref.data(), n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int* s = dev(n * p, in);
+  int* r = dev(n);
+  ASSERT_EQ(MPI_Reduce_scatter_block(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(r, n), ref);
+}
+
+TEST(Device, ReduceScatter) {
+  const int p = size_();
+  std::vector<int> counts(p, kN / 4);
+  const int total = kN / 4 * p;
+  const auto in = data(total, rank_());
+  std::vector<int> ref(counts[rank_()]);
+  PMPI_Reduce_scatter(in.data(), ref.data(), counts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  int* s = dev(total, in);
+  int* r = dev(counts[rank_()]);
+  ASSERT_EQ(MPI_Reduce_scatter(s, r, counts.data(), MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(r, counts[rank_()]), ref);
+}
+
+TEST(Device, Alltoall) {
+  const int n = kN / 8, p = size_();
+  const auto in = data(n * p, rank_());
+  std::vector<int> ref(n * p);
+  PMPI_Alltoall(in.data(), n, MPI_INT, ref.data(), n, MPI_INT, MPI_COMM_WORLD);
+  int* s = dev(n * p, in);
+  int* r = dev(n * p);
+  ASSERT_EQ(MPI_Alltoall(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(host(r, n * p), ref);
+}
+
+// Non-contiguous point-to-point: a vector of 2-int blocks every 4 ints, which the datatype
+// engine packs with the CPU (HIER_TUNE_FILE forces packing) unless the buffer is on a device.
+class DeviceP2p : public testing::Test {
+ protected:
+  void SetUp() override {
+    PMPI_Type_vector(kBlocks, 2, 4, MPI_INT, &vec_);
+    MPI_Type_commit(&vec_);
+  }
+  void TearDown() override { MPI_Type_free(&vec_); }
+  static constexpr int kBlocks = 256, kInts = kBlocks * 4;
+  MPI_Datatype vec_ = MPI_DATATYPE_NULL;
+  int peer() const { return rank_() ^ 1; }
+  bool paired() const { return peer() < size_(); }
+  // What the receiver's buffer holds after receiving the peer's data into zeros.
+  std::vector<int> expected(int from) const {
+    const auto src = data(kInts, from);
+    std::vector<int> e(kInts, 0);
+    for (int b = 0; b < kBlocks; ++b) e[b * 4] = src[b * 4], e[b * 4 + 1] = src[b * 4 + 1];
+    return e;
+  }
+};
+
+TEST_F(DeviceP2p, SendRecv) {
+  if (!paired()) GTEST_SKIP();
+  int* s = dev(kInts, data(kInts, rank_()));
+  int* r = dev(kInts);
+  if (rank_() % 2 == 0) {
+    ASSERT_EQ(MPI_Send(s, 1, vec_, peer(), 1, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Recv(r, 1, vec_, peer(), 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  } else {
+    ASSERT_EQ(MPI_Recv(r, 1, vec_, peer(), 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Send(s, 1, vec_, peer(), 2, MPI_COMM_WORLD), MPI_SUCCESS);
+  }
+  EXPECT_EQ(host(r, kInts), expected(peer()));
+}
+
+TEST_F(DeviceP2p, IsendIrecv) {
+  if (!paired()) GTEST_SKIP();
+  int* s = dev(kInts, data(kInts, rank_()));
+  int* r = dev(kInts);
+  MPI_Request q[2];
+  ASSERT_EQ(MPI_Irecv(r, 1, vec_, peer(), 3, MPI_COMM_WORLD, &q[0]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Isend(s, 1, vec_, peer(), 3, MPI_COMM_WORLD, &q[1]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Wait(&q[1], MPI_STATUS_IGNORE), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Wait(&q[0], MPI_STATUS_IGNORE), MPI_SUCCESS);
+  EXPECT_EQ(host(r, kInts), expected(peer()));
+}
+
+TEST_F(DeviceP2p, Sendrecv) {
+  if (!paired()) GTEST_SKIP();
+  int* s = dev(kInts, data(kInts, rank_()));
+  int* r = dev(kInts);
+  ASSERT_EQ(MPI_Sendrecv(s, 1, vec_, peer(), 4, r, 1, vec_, peer(), 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+            MPI_SUCCESS);
+  EXPECT_EQ(host(r, kInts), expected(peer()));
+}
+
+TEST_F(DeviceP2p, PackUnpack) {
+  const auto in = data(kInts, rank_());
+  std::vector<char> ref(kBlocks * 2 * sizeof(int));
+  int pos = 0;
+  PMPI_Pack(in.data(), 1, vec_, ref.data(), static_cast<int>(ref.size()), &pos, MPI_COMM_SELF);
+  int* d = dev(kInts, in);
+  char* packed = static_cast<char*>(fake_gpu_alloc(ref.size(), 0));
+  pos = 0;
+  ASSERT_EQ(MPI_Pack(d, 1, vec_, packed, static_cast<int>(ref.size()), &pos, MPI_COMM_SELF), MPI_SUCCESS);
+  std::vector<char> got(ref.size());
+  fake_gpu_copy(got.data(), packed, got.size());
+  EXPECT_EQ(got, ref);
+  int* back = dev(kInts);
+  pos = 0;
+  ASSERT_EQ(MPI_Unpack(packed, static_cast<int>(ref.size()), &pos, back, 1, vec_, MPI_COMM_SELF), MPI_SUCCESS);
+  std::vector<int> e(kInts, 0);
+  for (int b = 0; b < kBlocks; ++b) e[b * 4] = in[b * 4], e[b * 4 + 1] = in[b * 4 + 1];
+  EXPECT_EQ(host(back, kInts), e);
+}
+
+}  // namespace
