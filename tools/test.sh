@@ -2,7 +2,12 @@
 # The README's test command: installs what is missing (Debian packages), configures and builds
 # libhier for Open MPI and for MPICH, and runs every test of both. Exits non-zero on any failure.
 #   tools/test.sh [ctest arguments...]      e.g. tools/test.sh -R preload
-# Environment: HIER_TEST_MPIS="openmpi mpich" (default both), HIER_TEST_JOBS (default: cores).
+# Environment: HIER_TEST_MPIS="openmpi mpich" (default both), HIER_TEST_JOBS (default: cores),
+#   HIER_TEST_SANITIZERS=0 skips the sanitizer stage that follows the two MPIs: a ThreadSanitizer
+#   build (preset tsan, MPICH) of the unit tests and the threads test, and an AddressSanitizer +
+#   UndefinedBehaviorSanitizer build (preset asan, Open MPI) of the unit tests, the node2
+#   reductions and the threads test. Only the targets those tests need are built; the ctest
+#   arguments given to this script do not apply to it (its test selection is in the presets).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -45,6 +50,40 @@ for mpi in ${HIER_TEST_MPIS:-openmpi mpich}; do
     summary+=("$mpi: tests FAILED ($((SECONDS - start)) s; log: build/$mpi/Testing/Temporary/LastTest.log)"); status=1
   fi
 done
+# Sanitized builds: libhier.so and the test executables are instrumented (the executables load
+# the runtime first); the MPI launchers and libraries are not. Selection and options: the tsan /
+# asan test presets in CMakePresets.json; suppressions: tools/sanitizers/.
+sanitizer_stage() {
+  local preset=$1 dir=build/$1
+  echo "== $preset: configure"
+  if ! cmake --preset "$preset" >"build/configure-$preset.log" 2>&1; then
+    cat "build/configure-$preset.log"; summary+=("$preset: configure FAILED"); status=1; return
+  fi
+  # The executables of the preset's tests: unit.<target>, mpi.<target>[.<variant>].np<n>
+  # (report checks and scripts have no target of their own).
+  local targets=(hier hier-info) name
+  for name in $(ctest --preset "$preset" -N | sed -n 's/^ *Test *#[0-9]*: \(unit\|mpi\)\.\([^.]*\).*/\2/p' | sort -u); do
+    ninja -C "$dir" -t query "$name" >/dev/null 2>&1 && targets+=("$name")
+  done
+  echo "== $preset: build (${targets[*]})"
+  local start=$SECONDS
+  if ! cmake --build "$dir" -j "$jobs" --target "${targets[@]}"; then
+    summary+=("$preset: build FAILED"); status=1; return
+  fi
+  local built=$((SECONDS - start))
+  echo "== $preset: test"
+  start=$SECONDS
+  if ctest --preset "$preset" -j "$jobs"; then
+    summary+=("$preset: all tests passed (build ${built} s, tests $((SECONDS - start)) s)")
+  else
+    summary+=("$preset: tests FAILED ($((SECONDS - start)) s; log: $dir/Testing/Temporary/LastTest.log)"); status=1
+  fi
+}
+if [[ ${HIER_TEST_SANITIZERS:-1} != 0 ]]; then
+  sanitizer_stage tsan
+  sanitizer_stage asan
+fi
+
 echo "== summary"
 printf '  %s\n' "${summary[@]}"
 exit $status

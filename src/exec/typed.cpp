@@ -1,11 +1,20 @@
 #include "exec/typed.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
-#include <mutex>
 
-#include "core/hooks.hpp"
+#include "dtype/cache.hpp"
+#include "dtype/engine.hpp"
+#include "dtype/planner.hpp"
+#include "dtype/staging.hpp"
 
+// Local copies of typed data never communicate: under MPI_THREAD_MULTIPLE a message to oneself
+// on a shared communicator can be received by another thread's copy. Non-dense types go through
+// libhier's datatype engine (the canonical form cached on the type at commit) where the planner
+// prefers it, otherwise through PMPI_Pack / PMPI_Unpack on MPI_COMM_SELF (no traffic; the
+// communicator only names the error handler). Both produce the same packed stream, the MPI's own
+// format for a homogeneous run, so a copy may pack with one and unpack with the other.
 namespace hier::exec {
 
 TypeInfo type_info(MPI_Datatype t) {
@@ -21,17 +30,68 @@ TypeInfo type_info(MPI_Datatype t) {
   return i;
 }
 
-MPI_Comm private_self() {
-  static std::once_flag once;
-  static MPI_Comm self = MPI_COMM_NULL;
-  std::call_once(once, [] {
-    PMPI_Comm_dup(MPI_COMM_SELF, &self);
-    core::add_finalize_hook([] {
-      if (self != MPI_COMM_NULL) PMPI_Comm_free(&self);
-    });
-  });
-  return self;
+namespace {
+
+// Packed bytes per round of a copy, in a buffer on the stack: typed_copy runs inside schedules,
+// after the ranks agreed that everything the run needs was acquired (exec/prepare.hpp), so it
+// must not allocate (a rank failing there alone would leave its peers waiting). Small enough
+// for any thread's stack, large enough that a round's fixed cost does not matter.
+constexpr int64_t kCopyChunkBytes = int64_t{16} << 10;
+
+// Address arithmetic as integers: user buffers may be MPI_BOTTOM (null) with absolute
+// displacements in the type, where pointer arithmetic on null would be undefined.
+const void* at(const void* base, int64_t bytes) {
+  return reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(bytes));
 }
+void* at(void* base, int64_t bytes) {
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(base) + static_cast<uintptr_t>(bytes));
+}
+
+// The engine's form of t when it describes t exactly; null for predefined types (no attribute),
+// types committed while libhier was not intercepting, and forms the canonicalizer gave up on.
+dtype::CanonRef engine_form(const TypeInfo& t) {
+  dtype::CanonRef c = dtype::lookup(t.type);
+  if (!c || !c->ok || c->size != t.size || c->extent != t.extent) return {};
+  return c;
+}
+
+// n elements at src (element e at src + e * extent) as n * size packed bytes at dst.
+int pack_run(const dtype::Canon* c, const void* src, int64_t n, const TypeInfo& t, void* dst) {
+  if (c && dtype::plan_engine_pack(*c, n)) {
+    dtype::pack(*c, src, n, dst);
+    return MPI_SUCCESS;
+  }
+  // PMPI_Pack counts in int: as many rounds as that needs.
+  const int64_t per = std::max<int64_t>(1, std::min<int64_t>(INT_MAX, INT_MAX / t.size));
+  for (int64_t first = 0; first < n; first += per) {
+    const int64_t m = std::min(per, n - first);
+    if (m * t.size > INT_MAX) return MPI_ERR_COUNT;
+    int pos = 0;
+    int rc = PMPI_Pack(at(src, first * t.extent), static_cast<int>(m), t.type, at(dst, first * t.size),
+                       static_cast<int>(m * t.size), &pos, MPI_COMM_SELF);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+int unpack_run(const dtype::Canon* c, const void* src, int64_t n, const TypeInfo& t, void* dst) {
+  if (c && dtype::plan_engine_unpack(*c, n)) {
+    dtype::unpack(*c, src, n, dst);
+    return MPI_SUCCESS;
+  }
+  const int64_t per = std::max<int64_t>(1, std::min<int64_t>(INT_MAX, INT_MAX / t.size));
+  for (int64_t first = 0; first < n; first += per) {
+    const int64_t m = std::min(per, n - first);
+    if (m * t.size > INT_MAX) return MPI_ERR_COUNT;
+    int pos = 0;
+    int rc = PMPI_Unpack(at(src, first * t.size), static_cast<int>(m * t.size), &pos, at(dst, first * t.extent),
+                         static_cast<int>(m), t.type, MPI_COMM_SELF);
+    if (rc != MPI_SUCCESS) return rc;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
 
 int typed_copy(const void* src, void* dst, int64_t n, const TypeInfo& t) {
   if (n <= 0) return MPI_SUCCESS;
@@ -39,31 +99,42 @@ int typed_copy(const void* src, void* dst, int64_t n, const TypeInfo& t) {
     std::memcpy(dst, src, static_cast<size_t>(n * t.size));
     return MPI_SUCCESS;
   }
-  if (n > INT_MAX) return MPI_ERR_COUNT;
-  const int c = static_cast<int>(n);
-  return PMPI_Sendrecv(src, c, t.type, 0, 0, dst, c, t.type, 0, 0, private_self(), MPI_STATUS_IGNORE);
+  // Packed into a bounded buffer and unpacked from it, a run of elements at a time. An element
+  // larger than the stack buffer (rare) takes a staging buffer instead.
+  const dtype::CanonRef c = engine_form(t);
+  const int64_t per = std::max<int64_t>(1, kCopyChunkBytes / t.size);
+  alignas(64) char local[kCopyChunkBytes];
+  dtype::Staging s{local, sizeof local};
+  if (t.size > kCopyChunkBytes) {
+    s = dtype::stage_acquire(static_cast<size_t>(t.size));
+    if (!s.p) return MPI_ERR_NO_MEM;
+  }
+  int rc = MPI_SUCCESS;
+  for (int64_t first = 0; first < n && rc == MPI_SUCCESS; first += per) {
+    const int64_t m = std::min(per, n - first);
+    rc = pack_run(c.get(), at(src, first * t.extent), m, t, s.p);
+    if (rc == MPI_SUCCESS) rc = unpack_run(c.get(), s.p, m, t, at(dst, first * t.extent));
+  }
+  if (s.p != local) dtype::stage_release(s);
+  return rc;
 }
 
-namespace {
-
-// Dense types are plain bytes; others go through the MPI's own pack engine on private_self().
-int convert(const void* src, int64_t n, const TypeInfo& t, void* dst, bool packing) {
+int pack(const void* src, int64_t n, const TypeInfo& t, void* dst) {
   if (n <= 0) return MPI_SUCCESS;
-  const int64_t bytes = n * t.size;
   if (t.dense) {
-    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    std::memcpy(dst, src, static_cast<size_t>(n * t.size));
     return MPI_SUCCESS;
   }
-  if (n > INT_MAX || bytes > INT_MAX) return MPI_ERR_COUNT;
-  int pos = 0;
-  const int c = static_cast<int>(n), b = static_cast<int>(bytes);
-  return packing ? PMPI_Pack(src, c, t.type, dst, b, &pos, private_self())
-                 : PMPI_Unpack(src, b, &pos, dst, c, t.type, private_self());
+  return pack_run(engine_form(t).get(), src, n, t, dst);
 }
 
-}  // namespace
-
-int pack(const void* src, int64_t n, const TypeInfo& t, void* dst) { return convert(src, n, t, dst, true); }
-int unpack(const void* src, int64_t n, const TypeInfo& t, void* dst) { return convert(src, n, t, dst, false); }
+int unpack(const void* src, int64_t n, const TypeInfo& t, void* dst) {
+  if (n <= 0) return MPI_SUCCESS;
+  if (t.dense) {
+    std::memcpy(dst, src, static_cast<size_t>(n * t.size));
+    return MPI_SUCCESS;
+  }
+  return unpack_run(engine_form(t).get(), src, n, t, dst);
+}
 
 }  // namespace hier::exec

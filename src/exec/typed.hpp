@@ -23,14 +23,12 @@ struct TypeInfo {
 
 TypeInfo type_info(MPI_Datatype t);
 
+// These never communicate (safe under MPI_THREAD_MULTIPLE): dense types are memcpy, others go
+// through libhier's datatype engine or PMPI_Pack / PMPI_Unpack, as dtype's planner prefers.
 // n elements of type t from src to dst (distinct buffers).
 int typed_copy(const void* src, void* dst, int64_t n, const TypeInfo& t);
 // n elements of t at src, as packed bytes at dst (and back).
 int pack(const void* src, int64_t n, const TypeInfo& t, void* dst);
 int unpack(const void* src, int64_t n, const TypeInfo& t, void* dst);
-
-// A communicator of this process alone, private to libhier (typed local copies run on it; a
-// user's wildcard receive on MPI_COMM_SELF can never match them). Freed at finalize.
-MPI_Comm private_self();
 
 }  // namespace hier::exec

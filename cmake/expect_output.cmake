@@ -1,0 +1,27 @@
+# Runs a test command and passes only if it exits 0 AND its output (stdout + stderr) matches
+# REGEX. CTest's PASS_REGULAR_EXPRESSION alone ignores the exit status, which would let a test
+# that prints the message and then fails (or crashes) pass.
+#   cmake -DREGEX=<regex> -P expect_output.cmake -- <command> [args...]
+set(cmd)
+set(seen_separator OFF)
+foreach(i RANGE 1 ${CMAKE_ARGC})
+  if(i EQUAL CMAKE_ARGC)
+    break()
+  endif()
+  if(seen_separator)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif(CMAKE_ARGV${i} STREQUAL "--")
+    set(seen_separator ON)
+  endif()
+endforeach()
+if(NOT cmd OR NOT DEFINED REGEX)
+  message(FATAL_ERROR "usage: cmake -DREGEX=<regex> -P expect_output.cmake -- <command> [args...]")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+message("${out}")
+if(NOT rc STREQUAL "0")
+  message(FATAL_ERROR "expect_output: exit status ${rc} (expected 0)")
+endif()
+if(NOT out MATCHES "${REGEX}")
+  message(FATAL_ERROR "expect_output: output does not match '${REGEX}'")
+endif()
