@@ -55,40 +55,37 @@ dtype::CanonRef engine_form(const TypeInfo& t) {
   return c;
 }
 
-// n elements at src (element e at src + e * extent) as n * size packed bytes at dst.
-int pack_run(const dtype::Canon* c, const void* src, int64_t n, const TypeInfo& t, void* dst) {
-  if (c && dtype::plan_engine_pack(*c, n)) {
-    dtype::pack(*c, src, n, dst);
+// kPack: n elements at `strided` (element e at strided + e * extent) -> n * size packed bytes at
+// `packed`; otherwise the reverse.
+template <bool kPack>
+int convert_run(const dtype::Canon* c, const void* strided, int64_t n, const TypeInfo& t, const void* packed) {
+  void* const out = const_cast<void*>(kPack ? packed : strided);
+  if (c && (kPack ? dtype::plan_engine_pack(*c, n) : dtype::plan_engine_unpack(*c, n))) {
+    if constexpr (kPack) dtype::pack(*c, strided, n, out);
+    else dtype::unpack(*c, packed, n, out);
     return MPI_SUCCESS;
   }
-  // PMPI_Pack counts in int: as many rounds as that needs.
+  // PMPI_Pack / PMPI_Unpack count in int: as many rounds as that needs.
   const int64_t per = std::max<int64_t>(1, std::min<int64_t>(INT_MAX, INT_MAX / t.size));
   for (int64_t first = 0; first < n; first += per) {
     const int64_t m = std::min(per, n - first);
     if (m * t.size > INT_MAX) return MPI_ERR_COUNT;
+    const void* s = at(strided, first * t.extent);
+    const void* p = at(packed, first * t.size);
+    const int cm = static_cast<int>(m), bytes = static_cast<int>(m * t.size);
     int pos = 0;
-    int rc = PMPI_Pack(at(src, first * t.extent), static_cast<int>(m), t.type, at(dst, first * t.size),
-                       static_cast<int>(m * t.size), &pos, MPI_COMM_SELF);
+    const int rc = kPack ? PMPI_Pack(s, cm, t.type, const_cast<void*>(p), bytes, &pos, MPI_COMM_SELF)
+                         : PMPI_Unpack(p, bytes, &pos, const_cast<void*>(s), cm, t.type, MPI_COMM_SELF);
     if (rc != MPI_SUCCESS) return rc;
   }
   return MPI_SUCCESS;
 }
 
+int pack_run(const dtype::Canon* c, const void* src, int64_t n, const TypeInfo& t, void* dst) {
+  return convert_run<true>(c, src, n, t, dst);
+}
 int unpack_run(const dtype::Canon* c, const void* src, int64_t n, const TypeInfo& t, void* dst) {
-  if (c && dtype::plan_engine_unpack(*c, n)) {
-    dtype::unpack(*c, src, n, dst);
-    return MPI_SUCCESS;
-  }
-  const int64_t per = std::max<int64_t>(1, std::min<int64_t>(INT_MAX, INT_MAX / t.size));
-  for (int64_t first = 0; first < n; first += per) {
-    const int64_t m = std::min(per, n - first);
-    if (m * t.size > INT_MAX) return MPI_ERR_COUNT;
-    int pos = 0;
-    int rc = PMPI_Unpack(at(src, first * t.size), static_cast<int>(m * t.size), &pos, at(dst, first * t.extent),
-                         static_cast<int>(m), t.type, MPI_COMM_SELF);
-    if (rc != MPI_SUCCESS) return rc;
-  }
-  return MPI_SUCCESS;
+  return convert_run<false>(c, dst, n, t, src);
 }
 
 }  // namespace
