@@ -169,7 +169,7 @@ const VarSpec kVars[] = {
    "Pipeline chunk size: hierarchical allreduce and bcast larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
    apply_chunk, true},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
-   "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only); validated now, no collective quantizes yet.",
+   "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only); quantizes MPI_Allreduce of float/double MPI_SUM from 64 KiB on cartesian 2-level shapes (docs/collectives.md); other collectives stay exact.",
    [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }, true},
   {"HIER_DEBUG", "WARN", "NONE, WARN, INFO or TRACE", "Log level of libhier's messages (TRACE prints schedules).", apply_debug},
   {"HIER_DEBUG_FILE", "", "a path; %h host, %p pid, %r rank, %% a percent sign",

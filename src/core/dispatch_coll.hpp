@@ -11,6 +11,7 @@
 #include "core/coll_device.hpp"
 #include "core/wrap.hpp"
 #include "device/agree.hpp"
+#include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/prepare.hpp"
 
@@ -32,7 +33,7 @@ constexpr auto narrow(const T& v) {
 
 template <Fn B, class... Args>
 std::optional<int> hierarchical(Args... a) {
-  if constexpr (B == Fn::Allreduce) return exec::allreduce(a...);
+  if constexpr (B == Fn::Allreduce) return exec::allreduce(a...);  // tag: exec::take_algo_tag()
   else if constexpr (B == Fn::Reduce) return exec::reduce(a...);
   else if constexpr (B == Fn::Reduce_scatter_block) return exec::reduce_scatter_block(a...);
   else if constexpr (B == Fn::Reduce_scatter) return exec::reduce_scatter(a...);
@@ -58,7 +59,7 @@ Outcome with_buffers(Fwd& fwd, Args... a) {
     return passthrough(fwd);
   }
   if (kind == device::MemKind::Host) {
-    if (auto rc = hierarchical<B>(a...)) return {*rc, diag::AlgoTag::Hier};
+    if (auto rc = hierarchical<B>(a...)) return {*rc, exec::take_algo_tag()};  // Hier, or HierInt8/4 (quantized)
     return passthrough(fwd);
   }
   // The runtime came after the agreement: the other ranks may run the schedule, so this one
@@ -69,7 +70,7 @@ Outcome with_buffers(Fwd& fwd, Args... a) {
   if (!rc) return passthrough(fwd);  // fwd holds the user's own pointers
   device::note_untouched(kind, "staged");
   const int back = staged.finish();
-  return {*rc != MPI_SUCCESS ? *rc : back, diag::AlgoTag::Hier};
+  return {*rc != MPI_SUCCESS ? *rc : back, exec::take_algo_tag()};
 }
 
 template <Fn B>

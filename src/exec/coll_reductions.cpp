@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/executor.hpp"
 #include "exec/prepare.hpp"
@@ -69,6 +70,9 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   if (!eligible(count, t, op)) return std::nullopt;
   auto p = prepare(Coll::Allreduce, count * t.size, comm);
   if (!p) return std::nullopt;
+  // HIER_QUANT: MPI_SUM of float / double on a cartesian 2-level shape runs quantized (lossy,
+  // bounded); everything else, and a failed acquisition there, goes on exactly.
+  if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t)) return rc;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool ordered = !predefined_op(op);
   const int rank = p->ctx->levels->rank;

@@ -15,6 +15,7 @@ size_t KeyHash::operator()(const Key& k) const noexcept {
   mix(static_cast<uint64_t>(k.extent));
   mix(static_cast<uint64_t>(k.true_extent));
   mix(static_cast<uint64_t>(k.true_lb));
+  mix(k.quant | (static_cast<uint64_t>(static_cast<uint32_t>(k.quant_block)) << 8));
   return static_cast<size_t>(h);
 }
 

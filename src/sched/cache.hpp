@@ -29,6 +29,10 @@ struct Key {
   // the scratch reserved with the schedule. Reductions take the same datatype on every rank (MPI
   // requires it), so the key, and with it every cache miss, is the same on every rank.
   int64_t extent = 0, true_extent = 0, true_lb = 0;
+  // Quantized schedules (exec/coll_quant.cpp): bits per value (8, 4; 0 = exact) and block size,
+  // which size the records reserved with the schedule.
+  uint8_t quant = 0;
+  int32_t quant_block = 0;
   bool operator==(const Key&) const = default;
 };
 

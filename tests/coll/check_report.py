@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Checks the finalize report of a collective test run (rank 0's file).
 
-usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--max-live N]
+usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--algo FN ALGO ...] [--no-algo FN ALGO ...] [--max-live N]
   --hier FN: MPI function FN ran hierarchically at least once
   --flat FN: MPI function FN never ran hierarchically
   --max-live N: at most N libhier contexts were alive at finalize (level communicators freed)
   --pipelined COLL: collective COLL (allreduce, bcast) ran chunk-pipelined at least once
+  --algo FN ALGO: MPI function FN ran at least once with algorithm ALGO (flat, hier, hier_int8,
+                 hier_int4, packed: diag::kAlgoNames)
+  --no-algo FN ALGO: MPI function FN never ran with algorithm ALGO
   --fallback POINT[=N]: calls fell back to the MPI because some rank failed to acquire POINT
                         (levels, plan, scratch): at least once, or exactly N times
 """
@@ -22,9 +25,22 @@ def main():
     topo = rep.get("topology", {})
     errors = []
     mode = None
+    algo_fn = None
     for a in args:
-        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback"):
+        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo"):
             mode = a
+            algo_fn = None
+            continue
+        if mode in ("--algo", "--no-algo"):
+            if algo_fn is None:
+                algo_fn = a
+                continue
+            calls = fns.get(algo_fn, {}).get("algorithms", {}).get(a, {}).get("calls", 0)
+            if mode == "--algo" and calls == 0:
+                errors.append(f"{algo_fn}: no call with algorithm {a} (algorithms: {fns.get(algo_fn, {}).get('algorithms')})")
+            if mode == "--no-algo" and calls:
+                errors.append(f"{algo_fn}: {calls} calls with algorithm {a}, expected none")
+            algo_fn = None
             continue
         if mode == "--hier":
             calls = fns.get(a, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)
