@@ -1,5 +1,5 @@
-// Device buffers in the collectives libhier may rewrite (see device/agree.hpp for why the
-// choice is made per communicator, alike on every rank, and never from a rank's own buffers).
+// Device buffers in the collectives libhier may rewrite (see exec::Context::gpu_anywhere for why
+// the choice is made per communicator, alike on every rank, and never from a rank's own buffers).
 //
 // For each rewritable collective: which user buffers it reads or writes, how many elements of
 // which type, and what exec::may_rewrite is asked (the same count it asks itself).

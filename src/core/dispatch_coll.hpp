@@ -10,7 +10,6 @@
 
 #include "core/coll_device.hpp"
 #include "core/wrap.hpp"
-#include "device/agree.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/prepare.hpp"
@@ -53,9 +52,10 @@ Outcome with_buffers(Fwd& fwd, Args... a) {
   coll_device::Shape s = coll_device::shape(coll_device::Tag<B>{}, a...);
   if (!exec::may_rewrite(s.coll, s.type, s.count)) return passthrough(fwd);  // exec asks it again: cheap
   const device::MemKind kind = s.kind();
-  const char* name = config::kCollKeys[static_cast<size_t>(s.coll)];
-  if (!device::host_schedules_agreed(s.comm)) {  // a GPU runtime in some rank's process
-    device::note_untouched(kind, name);
+  // The communicator's context is built here, at the same call on every rank, with the flag
+  // "some rank has a GPU runtime" agreed on with its levels (exec::Context::gpu_anywhere).
+  if (!exec::host_schedules(s.comm)) {
+    device::note_untouched(kind, config::kCollKeys[static_cast<size_t>(s.coll)]);
     return passthrough(fwd);
   }
   if (kind == device::MemKind::Host) {

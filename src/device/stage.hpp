@@ -1,6 +1,6 @@
 // Host copies of device buffers made by the MPI itself, never by libhier's CPU code: the rare
 // path of a rank that must take part in a host schedule its communicator already agreed on
-// (device/agree.hpp) although it now holds device memory (a GPU runtime loaded late).
+// (exec::Context::gpu_anywhere) although it now holds device memory (a GPU runtime loaded late).
 // The copies are PMPI_Sendrecv to self on a private duplicate of MPI_COMM_SELF: a GPU-aware MPI
 // moves device data that way, and the layout of a derived type is kept (holes untouched).
 #pragma once

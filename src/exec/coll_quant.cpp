@@ -29,7 +29,7 @@
 
 #include "diag/log.hpp"
 #include "exec/direct.hpp"
-#include "sched/tuning.hpp"
+#include "exec/executor.hpp"
 #include "quant/quant.hpp"
 
 namespace hier::exec {
@@ -59,13 +59,13 @@ struct Layout {
   // padded allgathers (MPICH's Allgatherv is pathological for large pieces).
   bool rs_direct = false, agv3_padded = false, agv4_padded = false;
 
-  Layout(const topo::Levels& lv, int64_t count, int64_t elem_bytes, int qbits) {
+  Layout(const topo::Levels& lv, int64_t count, const TypeInfo& t, int qbits) {
     L = lv.shape.dims[0];
     N = lv.shape.nnodes;
     local = lv.my_local();
     node = lv.my_node();
     bits = qbits;
-    elem = elem_bytes;
+    elem = t.size;
     const int64_t nb = quant::num_blocks(count, kBlock);
     const int64_t b0 = part_start(nb, L, local), b1 = part_start(nb, L, local + 1);
     shard_first = std::min(b0 * kBlock, count);
@@ -79,10 +79,9 @@ struct Layout {
     off_acc = off_recv_rec + align64(N * quant::quantized_bytes(piece_n, kBlock, bits));
     off_shard = off_acc + align64(piece_n * elem);
     total = off_shard + shard_n * elem;
-    const sched::Thresholds& th = sched::thresholds();
-    rs_direct = count * elem >= th.rs_direct_min;
-    agv3_padded = quant::quantized_bytes(shard_n, kBlock, bits) >= th.agv_padded_min;
-    agv4_padded = count * elem >= th.agv_padded_min;
+    rs_direct = use_direct_rs(&t, true, count);
+    agv3_padded = use_padded_agv(nullptr, true, quant::quantized_bytes(shard_n, kBlock, bits));
+    agv4_padded = use_padded_agv(&t, true, count);
   }
 };
 
@@ -184,7 +183,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
     return std::nullopt;
   const int bits = mode == config::Quant::Int8 ? 8 : 4;
-  const Layout g(lv, count, t.size, bits);
+  const Layout g(lv, count, t, bits);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
   if (quant::quantized_bytes(count, kBlock, bits) > INT_MAX / 2) return std::nullopt;
   sched::Key key{static_cast<uint8_t>(config::Coll::Allreduce), p.plan.algo, sendbuf == MPI_IN_PLACE, false, -1,

@@ -8,6 +8,7 @@
 
 #include "config/config.hpp"
 #include "core/hooks.hpp"
+#include "device/pointer.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
 
@@ -94,7 +95,9 @@ Context* context_of(MPI_Comm comm) {
   PMPI_Comm_test_inter(comm, &inter);
   PMPI_Comm_size(comm, &size);  // an intercommunicator's local group
   int failed = 0;
-  if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed);
+  int gpu = device::runtime() != device::Runtime::None ? 1 : 0;
+  if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed, &gpu);
+  c->gpu_anywhere = c->levels && gpu;
   if (failed) note_fallback(Acquire::Levels, failed == 2);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
@@ -111,6 +114,11 @@ Context* context_of(MPI_Comm comm) {
   }
   PMPI_Comm_set_attr(comm, kv, raw);
   return raw;
+}
+
+bool host_schedules(MPI_Comm comm) {
+  const Context* c = context_of(comm);
+  return c && c->levels && !c->gpu_anywhere;
 }
 
 Census census() {

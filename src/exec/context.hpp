@@ -20,6 +20,10 @@ struct Context {
   sched::Cache cache;
   Scratch scratch;
   ScratchSet tmp;  // for the executor's own level collectives (exec/direct.hpp), one per concurrent step
+  // Some rank had a GPU runtime loaded when the levels were built (agreed with them): its
+  // buffers may be device memory, so collectives here are left to the (GPU-aware) MPI on every
+  // rank. A rank never decides this from its own buffers: the peers cannot see them.
+  bool gpu_anywhere = false;
 };
 
 // The context of `comm`, created on first use. Creation is collective over `comm` (it builds
@@ -27,6 +31,10 @@ struct Context {
 // makes with the same eligibility. Intercommunicators and size-1 communicators get a flat
 // context without any communication.
 Context* context_of(MPI_Comm comm);
+
+// Whether `comm`'s collectives may run libhier's host schedules (levels exist and no rank had
+// a GPU runtime when they were built). Builds the context: call it only where every rank does.
+bool host_schedules(MPI_Comm comm);
 
 // Live contexts and the level communicators they hold (the lifecycle test checks these).
 struct Census {

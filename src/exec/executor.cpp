@@ -27,14 +27,16 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
   return MPI_COMM_NULL;
 }
 
-// Which level steps libhier runs itself (exec/direct.hpp) instead of the MPI's collective: the
-// same choice in run() and reserve(), from inputs equal on every member.
+}  // namespace
+
 bool use_direct_rs(const TypeInfo* info, bool has_tmp, int64_t total) {
   return has_tmp && info && total * info->size >= sched::thresholds().rs_direct_min;
 }
 bool use_padded_agv(const TypeInfo* info, bool has_tmp, int64_t total) {
   return has_tmp && total * (info ? info->size : 1) >= sched::thresholds().agv_padded_min;
 }
+
+namespace {
 
 int64_t sum(const std::vector<int64_t>& v) {
   int64_t t = 0;

@@ -28,7 +28,7 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm)
   const sched::Query q{coll, bytes};
   if (!sched::worth_building(q, forced)) return std::nullopt;
   Context* ctx = context_of(comm);
-  if (!ctx || !ctx->levels) return std::nullopt;
+  if (!ctx || !ctx->levels || ctx->gpu_anywhere) return std::nullopt;
   Prepared p{ctx, sched::plan(q, ctx->levels->shape, forced)};
   if (p.plan.algo == sched::Algorithm::Flat) {
     HIER_TRACE("sched", "%s %lld bytes: flat (%s)", config::kCollKeys[static_cast<size_t>(coll)],

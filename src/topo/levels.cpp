@@ -29,7 +29,7 @@ constexpr int kTagStep = 0x4869, kTagNode = 0x4869 + 64, kTagLeaders = 0x4869 + 
 
 }  // namespace
 
-std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed) {
+std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed, int* any_flag) {
   if (failed) *failed = 0;
   // libhier's traffic runs on a duplicate: discovery, and later the agreements of the executor.
   // The level communicators need no traffic of libhier's: every rank knows every group from the
@@ -90,8 +90,10 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
   if (util::injected_failure("levels")) ok = false;
 
   // One agreement per communicator, when its context is built (never on a call's hot path).
-  int bad = ok ? 0 : 1;
-  if (PMPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, dup) != MPI_SUCCESS) bad = 1;
+  int agreed[2] = {ok ? 0 : 1, any_flag && *any_flag ? 1 : 0};
+  if (PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MAX, dup) != MPI_SUCCESS) agreed[0] = 1;
+  const int bad = agreed[0];
+  if (any_flag) *any_flag = agreed[1];
   if (bad) {
     if (failed) *failed = ok ? 1 : 2;
     return nullptr;  // frees whatever this rank created
