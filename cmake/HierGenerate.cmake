@@ -13,6 +13,6 @@ add_custom_command(
   DEPENDS ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt
   COMMENT "Generating MPI wrappers from interposer/api.txt")
 add_custom_target(hier_generated DEPENDS ${_outputs})
-add_dependencies(hier_core hier_generated)
+add_dependencies(hier_base hier_generated)
 
 set(HIER_GENERATED_SOURCES ${_outputs})

@@ -1,7 +1,7 @@
 # Test helpers shared by every folder under tests/.
 #
 #   hier_add_unit_test(NAME n SOURCES s... [LIBS l...])
-#       GoogleTest without MPI ranks (may still call MPI-free helpers of hier_core).
+#       GoogleTest without MPI ranks (may still call MPI-free helpers of the layers in LIBS).
 #   hier_add_mpi_test(NAME n SOURCES s... NP 1 2 4 [ENV "HIER_X=y" ...] [LIBS l...]
 #                     [NO_PRELOAD] [VARIANT tag] [TIMEOUT s])
 #       GoogleTest under the preset's mpiexec, one ctest per rank count, named n.<tag>.npN.

@@ -1,7 +1,7 @@
-# Runs a test command and passes only if it exits 0 AND its output (stdout + stderr) matches
-# REGEX. CTest's PASS_REGULAR_EXPRESSION alone ignores the exit status, which would let a test
+# Runs a test command and passes only if it exits with EXPECT_RC (default 0) AND its output
+# (stdout + stderr) matches REGEX. CTest's PASS_REGULAR_EXPRESSION alone ignores the exit status, which would let a test
 # that prints the message and then fails (or crashes) pass.
-#   cmake -DREGEX=<regex> -P expect_output.cmake -- <command> [args...]
+#   cmake -DREGEX=<regex> [-DEXPECT_RC=n] -P expect_output.cmake -- <command> [args...]
 set(cmd)
 set(seen_separator OFF)
 foreach(i RANGE 1 ${CMAKE_ARGC})
@@ -19,8 +19,11 @@ if(NOT cmd OR NOT DEFINED REGEX)
 endif()
 execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message("${out}")
-if(NOT rc STREQUAL "0")
-  message(FATAL_ERROR "expect_output: exit status ${rc} (expected 0)")
+if(NOT DEFINED EXPECT_RC)
+  set(EXPECT_RC 0)
+endif()
+if(NOT rc STREQUAL "${EXPECT_RC}")
+  message(FATAL_ERROR "expect_output: exit status ${rc} (expected ${EXPECT_RC})")
 endif()
 if(NOT out MATCHES "${REGEX}")
   message(FATAL_ERROR "expect_output: output does not match '${REGEX}'")

@@ -134,7 +134,7 @@ def gen_c_wrappers(funcs, family):
             has_comm = any(p.name == "comm" and p.base() == "MPI_Comm" and p.ptr() == 0 and not p.array for p in f.params)
             comm = "comm" if has_comm else "MPI_COMM_NULL"
             out.append("  if (!hier::core::should_intercept()) return fwd();")
-            out.append("  hier::core::Guard guard;")
+            out.append("  hier::base::Guard guard;")
             # No C++ exception may cross into the C caller: caught here, returned as an MPI error.
             out.append("  try {")
             out.append(f"    const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")

@@ -13,7 +13,7 @@
 
 #include "config/config.hpp"
 #include "config/registry.hpp"
-#include "core/runtime.hpp"
+#include "base/runtime.hpp"
 #include "topo/discover.hpp"
 #include "topo/shape.hpp"
 
@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
   l = l.substr(0, l.find('\n'));
   const config::ParseResult& p = config::process_config();
   const config::Config& c = p.config;
-  std::printf("libhier %s, built for %s\n", HIER_VERSION_STRING, core::built_for_mpi());
-  std::printf("MPI library: %s%s\n", l.c_str(), core::library_matches_build(lib) ? "" : "  (MISMATCH: wrong build)");
+  std::printf("libhier %s, built for %s\n", HIER_VERSION_STRING, base::built_for_mpi());
+  std::printf("MPI library: %s%s\n", l.c_str(), base::library_matches_build(lib) ? "" : "  (MISMATCH: wrong build)");
   std::printf("configuration:\n");
   std::printf("  HIER_DISABLE     %d\n", c.disable);
   std::printf("  HIER_STRICT      %d\n", c.strict);

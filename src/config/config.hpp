@@ -12,14 +12,17 @@ namespace hier::config {
 
 enum class LogLevel : uint8_t { None, Warn, Info, Trace };
 
-// Collectives that HIER_ALGO / HIER_QUANT can name, in the order of their keys.
+// Collectives that HIER_ALGO / HIER_QUANT can name, from the one table (collectives.def).
 enum class Coll : uint8_t {
-  Allreduce, ReduceScatterBlock, ReduceScatter, Allgather, Allgatherv, Bcast, Reduce, Barrier,
-  Alltoall, Count
+#define HIER_COLL(name, key) name,
+#include "config/collectives.def"
+  Count
 };
 inline constexpr std::array<const char*, static_cast<size_t>(Coll::Count)> kCollKeys = {
-  "allreduce", "reduce_scatter_block", "reduce_scatter", "allgather", "allgatherv", "bcast",
-  "reduce", "barrier", "alltoall"};
+#define HIER_COLL(name, key) key,
+#include "config/collectives.def"
+};
+inline constexpr const char* coll_key(Coll c) { return kCollKeys[static_cast<size_t>(c)]; }
 
 enum class Algo : uint8_t { Auto, Flat, Hier };
 enum class Quant : uint8_t { Off, Int8, Int4 };

@@ -55,7 +55,7 @@ Outcome with_buffers(Fwd& fwd, Args... a) {
   // The communicator's context is built here, at the same call on every rank, with the flag
   // "some rank has a GPU runtime" agreed on with its levels (exec::Context::gpu_anywhere).
   if (!exec::host_schedules(s.comm)) {
-    device::note_untouched(kind, config::kCollKeys[static_cast<size_t>(s.coll)]);
+    device::note_untouched(kind, config::coll_key(s.coll));
     return passthrough(fwd);
   }
   if (kind == device::MemKind::Host) {

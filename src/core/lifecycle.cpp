@@ -10,7 +10,7 @@
 
 #include "config/config.hpp"
 #include "core/agree_config.hpp"
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
 
@@ -43,12 +43,12 @@ void report_at_exit() {
 
 void check_mpi_family_or_die() {
   const std::string v = library_version();
-  if (library_matches_build(v)) return;
+  if (base::library_matches_build(v)) return;
   const std::string first = v.substr(0, v.find_first_of("\n,"));
   std::fprintf(stderr,
                "libhier: FATAL: this libhier.so was built for %s, but the program runs on '%s'. "
                "Preload the libhier.so built for that MPI (cmake --preset %s).\n",
-               built_for_mpi(), first.c_str(), v.find("Open MPI") != std::string::npos ? "openmpi" : "mpich");
+               base::built_for_mpi(), first.c_str(), v.find("Open MPI") != std::string::npos ? "openmpi" : "mpich");
   std::fflush(stderr);
   _exit(1);  // no handle of this MPI may be touched: stop before anything else runs
 }
@@ -91,7 +91,7 @@ void initialize(bool world_model, bool at_init) {
     usleep(300 * 1000);  // let the launcher forward rank 0's line first
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
-  HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, built_for_mpi(),
+  HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, base::built_for_mpi(),
             cfg.disable ? "HIER_DISABLE=1, passthrough" : "active");
   std::atexit(report_at_exit);
   g_runtime.state.store(cfg.disable ? State::Passive : State::Active);
@@ -143,7 +143,7 @@ void finalize_libhier() {
   }
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
-  run_finalize_hooks();
+  base::run_finalize_hooks();
   log::shutdown();
 }
 

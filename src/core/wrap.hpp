@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "core/runtime.hpp"
+#include "base/runtime.hpp"
 #include "diag/stats.hpp"
 #include "hier/fn.hpp"
 
@@ -13,9 +13,16 @@
 
 namespace hier::core {
 
-// Depth of libhier frames on this thread: MPI calls made from inside libhier (or from inside the
-// MPI library, e.g. ROMIO) go straight to PMPI. Thread-local, never a global flag.
-extern thread_local int tl_depth __attribute__((tls_model("initial-exec")));
+using base::g_runtime;
+using base::Guard;
+using base::State;
+using base::tl_depth;
+using base::type_size;
+
+// Some bindings start MPI without the C MPI_Init (MPICH's mpi_f08 calls PMPI_Init): the first
+// wrapped call after that initializes libhier (core/lifecycle.cpp). Returns whether libhier is
+// now active.
+bool lazy_init();
 
 inline bool should_intercept() {
   if (tl_depth != 0) return false;
@@ -23,35 +30,6 @@ inline bool should_intercept() {
   if (s == State::Active) return true;
   return s == State::Uninit && lazy_init();
 }
-
-// The size of the datatype looked up during the current wrapped call: dispatch often needs it
-// before the statistics do, and one PMPI_Type_size_x less is a measurable part of the passthrough
-// cost. Valid inside one top-level call only (a Guard starts a new one), so a handle freed and
-// reused later can never hit a stale entry.
-struct TypeSizeMemo {
-  MPI_Datatype type;
-  MPI_Count size;
-  bool valid;
-};
-extern thread_local TypeSizeMemo tl_type_size __attribute__((tls_model("initial-exec")));
-
-inline MPI_Count type_size(MPI_Datatype t) {
-  if (tl_type_size.valid && tl_type_size.type == t) return tl_type_size.size;
-  MPI_Count s = 0;
-  if (PMPI_Type_size_x(t, &s) != MPI_SUCCESS) return -1;
-  tl_type_size = {t, s, true};
-  return s;
-}
-
-struct Guard {
-  Guard() {
-    ++tl_depth;
-    tl_type_size.valid = false;
-  }
-  ~Guard() { --tl_depth; }
-  Guard(const Guard&) = delete;
-  Guard& operator=(const Guard&) = delete;
-};
 
 // The result of a family dispatch: the MPI return code and how the call was carried out.
 struct Outcome {

@@ -29,7 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 
 namespace hier::device {
 namespace pointer_detail {
@@ -151,7 +151,7 @@ std::string report() {
 
 void note_untouched(MemKind k, const char* what) {
   if (k == MemKind::Host) return;
-  static const bool registered = (core::add_report_section("device", report), true);
+  static const bool registered = (base::add_report_section("device", report), true);
   (void)registered;
   std::lock_guard<std::mutex> lk(g_count_mu);  // off the fast path: a GPU buffer was seen
   ++(k == MemKind::Device ? g_device_calls : g_managed_calls)[what];

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/registry.hpp"
-#include "core/hooks.hpp"
-#include "core/runtime.hpp"
+#include "base/hooks.hpp"
+#include "base/runtime.hpp"
 #include "diag/log.hpp"
 #include "diag/stats.hpp"
 #include "util/strings.hpp"
@@ -42,7 +42,7 @@ nlohmann::json config_json(const config::Config& c) {
 std::string report_json(const config::Config& cfg, int rank, int size, const std::string& mpi_library) {
   nlohmann::json j;
   j["format"] = "libhier-report/1";
-  j["libhier"] = {{"version", HIER_VERSION_STRING}, {"built_for", core::built_for_mpi()}};
+  j["libhier"] = {{"version", HIER_VERSION_STRING}, {"built_for", base::built_for_mpi()}};
   j["mpi_library"] = mpi_library;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
@@ -65,7 +65,7 @@ std::string report_json(const config::Config& cfg, int rank, int size, const std
     fns[kFnNames[f]] = e;
   }
   j["functions"] = fns;
-  core::for_each_report_section([&](const std::string& key, const std::string& text) {
+  base::for_each_report_section([&](const std::string& key, const std::string& text) {
     j[key] = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   });
   return j.dump(2);

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <mutex>
 
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 #include "dtype/decode.hpp"
 #include "dtype/tune.hpp"
 
@@ -35,7 +35,7 @@ int keyval() {
     PMPI_Type_create_keyval(copy_attr, delete_attr, &k, nullptr);
     g_keyval.store(k, std::memory_order_relaxed);
     tune_model();  // read HIER_TUNE_FILE now: a bad file is reported once, early
-    core::add_finalize_hook([] {
+    base::add_finalize_hook([] {
       int k = g_keyval.exchange(MPI_KEYVAL_INVALID);
       if (k != MPI_KEYVAL_INVALID) PMPI_Type_free_keyval(&k);
     });

@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "dtype/engine.hpp"
 
@@ -54,7 +54,7 @@ void finish_detached() {
 }
 
 void insert(MPI_Request r, Owned o) {
-  std::call_once(g_hook_once, [] { core::add_finalize_hook([] { finish_detached(); stage_trim(); }); });
+  std::call_once(g_hook_once, [] { base::add_finalize_hook([] { finish_detached(); stage_trim(); }); });
   std::lock_guard<std::mutex> lk(g_mu);
   g_table.emplace(r, std::move(o));
   g_owned.fetch_add(1, std::memory_order_relaxed);

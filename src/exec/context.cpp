@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 #include "device/pointer.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
@@ -72,8 +72,8 @@ int keyval() {
     static bool hooked = false;
     if (!hooked) {
       hooked = true;
-      core::add_finalize_hook(on_finalize);
-      core::add_report_section("topology", topology_report);
+      base::add_finalize_hook(on_finalize);
+      base::add_report_section("topology", topology_report);
     }
   }
   return g_keyval;

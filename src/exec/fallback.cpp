@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 #include "diag/log.hpp"
 
 namespace hier::exec {
@@ -33,7 +33,7 @@ std::string report() {
 }  // namespace
 
 void note_fallback(Acquire point, bool local) {
-  static const bool registered = (core::add_report_section("fallbacks", report), true);
+  static const bool registered = (base::add_report_section("fallbacks", report), true);
   (void)registered;
   Counts& c = g_counts[static_cast<size_t>(point)];
   (local ? c.local : c.remote).fetch_add(1, std::memory_order_relaxed);

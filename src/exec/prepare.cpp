@@ -5,8 +5,8 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 
-#include "core/hooks.hpp"
-#include "core/wrap.hpp"
+#include "base/hooks.hpp"
+#include "base/runtime.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
 #include "exec/typed.hpp"
@@ -18,7 +18,7 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
   const config::Algo forced = config::get().algo_for(coll);
   if (forced == config::Algo::Flat) return false;
   if (forced == config::Algo::Hier) return true;
-  const MPI_Count size = type == MPI_DATATYPE_NULL ? -1 : core::type_size(type);
+  const MPI_Count size = type == MPI_DATATYPE_NULL ? -1 : base::type_size(type);
   if (size < 0) return true;  // the full path decides (and PMPI reports the error)
   return sched::worth_building({coll, count * size}, forced);
 }
@@ -31,7 +31,7 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm)
   if (!ctx || !ctx->levels || ctx->gpu_anywhere) return std::nullopt;
   Prepared p{ctx, sched::plan(q, ctx->levels->shape, forced)};
   if (p.plan.algo == sched::Algorithm::Flat) {
-    HIER_TRACE("sched", "%s %lld bytes: flat (%s)", config::kCollKeys[static_cast<size_t>(coll)],
+    HIER_TRACE("sched", "%s %lld bytes: flat (%s)", config::coll_key(coll),
                static_cast<long long>(bytes), p.plan.why);
     return std::nullopt;
   }
@@ -92,7 +92,7 @@ std::string pipeline_report() {
 }  // namespace
 
 void note_pipelined(config::Coll coll, int chunks) {
-  static const bool registered = (core::add_report_section("pipeline", pipeline_report), true);
+  static const bool registered = (base::add_report_section("pipeline", pipeline_report), true);
   (void)registered;
   g_pipe[static_cast<size_t>(coll)].calls.fetch_add(1, std::memory_order_relaxed);
   g_pipe[static_cast<size_t>(coll)].chunks.fetch_add(static_cast<uint64_t>(chunks), std::memory_order_relaxed);

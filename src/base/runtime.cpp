@@ -1,8 +1,6 @@
-#include "core/runtime.hpp"
+#include "base/runtime.hpp"
 
-#include "core/wrap.hpp"
-
-namespace hier::core {
+namespace hier::base {
 
 Runtime g_runtime;
 thread_local int tl_depth __attribute__((tls_model("initial-exec"))) = 0;
@@ -23,4 +21,4 @@ bool library_matches_build(const std::string& v) {
   return v.find(built_for_mpi()) != std::string::npos;
 }
 
-}  // namespace hier::core
+}  // namespace hier::base

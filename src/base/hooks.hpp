@@ -1,11 +1,12 @@
 // Extension points for components that need the process lifecycle or the report without
-// core knowing them: register once (e.g. on first use), run at finalize / report time.
+// core knowing them: register once (e.g. on first use), run at finalize / report time. A leaf
+// (src/base): every layer may register.
 #pragma once
 
 #include <functional>
 #include <string>
 
-namespace hier::core {
+namespace hier::base {
 
 // Runs at MPI_Finalize, after the report is written and before PMPI_Finalize, in reverse
 // order of registration (free level communicators, caches, ...). Thread-safe.
@@ -18,4 +19,4 @@ void add_report_section(std::string key, std::function<std::string()> json_text)
 void run_finalize_hooks();
 void for_each_report_section(const std::function<void(const std::string&, const std::string&)>& fn);
 
-}  // namespace hier::core
+}  // namespace hier::base

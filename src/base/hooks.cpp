@@ -1,10 +1,10 @@
-#include "core/hooks.hpp"
+#include "base/hooks.hpp"
 
 #include <mutex>
 #include <utility>
 #include <vector>
 
-namespace hier::core {
+namespace hier::base {
 namespace {
 std::mutex& mu() {
   static std::mutex m;
@@ -48,4 +48,4 @@ void for_each_report_section(const std::function<void(const std::string&, const 
   for (auto& [k, f] : copy) fn(k, f());
 }
 
-}  // namespace hier::core
+}  // namespace hier::base

@@ -1,0 +1,3 @@
+// Fixture for unit.layers_refuses: a schedule builder must not include the executor.
+#pragma once
+#include "exec/runner.hpp"
