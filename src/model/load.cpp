@@ -199,7 +199,7 @@ Family build_family() {
 #if defined(OMPI_MAJOR_VERSION)
   return Family::OpenMPI;
 #elif defined(MPICH_VERSION)
-  return Family::MPICH;
+  return Family::Mpich;
 #else
 #error "libhier's model: neither Open MPI nor MPICH"
 #endif
@@ -214,7 +214,7 @@ const Model& builtin(Family f) {
   static std::once_flag once;
   static Model models[2];
   std::call_once(once, [] {
-    for (Family fam : {Family::OpenMPI, Family::MPICH}) {
+    for (Family fam : {Family::OpenMPI, Family::Mpich}) {
       TuneFile t;
       std::string err;
       // The built-in files are part of the source tree; the unit tests parse them.

@@ -16,7 +16,7 @@
 
 namespace hier::model {
 
-enum class Family : uint8_t { OpenMPI, MPICH };
+enum class Family : uint8_t { OpenMPI, Mpich };
 const char* to_string(Family f);  // "openmpi", "mpich"
 
 // Where the members of a level communicator meet: in one node's memory, or across nodes.

@@ -132,7 +132,7 @@ std::string v2(const std::string& family = "openmpi", int nodes = 2, int rpn = 4
 }
 
 TEST(ModelLoad, BuiltinFilesParse) {
-  for (model::Family f : {model::Family::OpenMPI, model::Family::MPICH}) {
+  for (model::Family f : {model::Family::OpenMPI, model::Family::Mpich}) {
     const model::Model& m = model::builtin(f);
     EXPECT_EQ(m.family, f);
     EXPECT_EQ(m.nodes, 2);
@@ -210,8 +210,8 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
 TEST(ModelLoad, Version1FeedsTheDatatypeEngineOnly) {
   model::TuneFile t;
   std::string err;
-  const model::Model& b = model::builtin(model::Family::MPICH);
-  ASSERT_TRUE(model::parse(R"({"format":"libhier-tune/1","p2p":{"policy":"always"}})", model::Family::MPICH, {2, 4}, b, t, err));
+  const model::Model& b = model::builtin(model::Family::Mpich);
+  ASSERT_TRUE(model::parse(R"({"format":"libhier-tune/1","p2p":{"policy":"always"}})", model::Family::Mpich, {2, 4}, b, t, err));
   EXPECT_EQ(t.version, 1);
   EXPECT_EQ(t.dtype_json, R"({"policy":"always"})");
   EXPECT_DOUBLE_EQ(t.model.inter.ns_per_byte, b.inter.ns_per_byte);
@@ -264,7 +264,7 @@ TEST(Planner, DeterministicFunctionOfItsInputs) {
     in.call.elem_size = (rng() % 2) ? 4 : 8;
     in.call.bytes = in.call.coll == Coll::Barrier ? 0 : in.call.elem_size * static_cast<int64_t>(1 + rng() % (4 << 20));
     in.shape = rng() % shapes.size();
-    in.fam = (rng() % 2) ? model::Family::OpenMPI : model::Family::MPICH;
+    in.fam = (rng() % 2) ? model::Family::OpenMPI : model::Family::Mpich;
     in.algo = static_cast<config::Algo>(rng() % 3);
     in.chunk = (rng() % 3 == 0) ? static_cast<int64_t>(rng() % (2 << 20)) : -1;
     ins.push_back(in);
@@ -285,11 +285,15 @@ TEST(Planner, DeterministicFunctionOfItsInputs) {
     const model::Plan p = run(in, s, m);
     EXPECT_TRUE(same(p, first[k])) << k << ": " << model::describe(p) << " vs " << model::describe(first[k]);
     // Sanity of the plan itself.
-    if (in.algo == config::Algo::Flat) EXPECT_EQ(p.algo, Algorithm::Flat);
+    if (in.algo == config::Algo::Flat) {
+      EXPECT_EQ(p.algo, Algorithm::Flat);
+    }
     if (p.algo != Algorithm::Flat) {
       EXPECT_GE(p.chunks, 1);
       EXPECT_GT(p.hier_ns, 0);
-      if (in.algo == config::Algo::Auto) EXPECT_LT(p.hier_ns, p.flat_ns);
+      if (in.algo == config::Algo::Auto) {
+        EXPECT_LT(p.hier_ns, p.flat_ns);
+      }
     }
   }
 }
@@ -312,7 +316,7 @@ TEST(Planner, OneMachineStaysFlatUnlessForced) {
 }
 
 TEST(Planner, ChunkOverrideAndStepChoices) {
-  const model::Model& m = model::builtin(model::Family::MPICH);
+  const model::Model& m = model::builtin(model::Family::Mpich);
   const topo::Shape s = model::two_level(2, 4);
   config::Config cfg;
   cfg.algo.fill(config::Algo::Hier);
@@ -362,13 +366,13 @@ TEST(Planner, BuiltinDecisionsOnTheEmulatedCluster) {
   EXPECT_EQ(decisions(F::OpenMPI, s, Coll::Reduce),             "F F F F F F F F F");
   EXPECT_EQ(decisions(F::OpenMPI, s, Coll::Barrier),            "F F F F F F F F F");
   EXPECT_EQ(decisions(F::OpenMPI, s, Coll::Alltoall),           "F F F F F F F F F");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::Allreduce),            "F F H H H H H H2 H4");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::ReduceScatterBlock),   "H H H H H H H H H");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::Allgather),            "F H H H H H H H H");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::Bcast),                "H H F F F F F F F");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::Reduce),               "F F F F F H H H H");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::Barrier),              "F F F F F F F F F");
-  EXPECT_EQ(decisions(F::MPICH, s, Coll::Alltoall),             "F F F F F F F F F");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::Allreduce),            "F F H H H H H H2 H4");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::ReduceScatterBlock),   "H H H H H H H H H");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::Allgather),            "F H H H H H H H H");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::Bcast),                "H H F F F F F F F");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::Reduce),               "F F F F F H H H H");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::Barrier),              "F F F F F F F F F");
+  EXPECT_EQ(decisions(F::Mpich, s, Coll::Alltoall),             "F F F F F F F F F");
 }
 
 }  // namespace
