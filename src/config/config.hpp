@@ -45,7 +45,7 @@ struct Config {
   std::string debug_file;   // template, %h %p %r
   std::string report;       // template, %h %p %r; empty = no report
   double watchdog_s = 0.0;  // 0 = off
-  int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (sched/tuning.cpp), 0 = off
+  int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (the model's candidates, model/plan.hpp), 0 = off
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
 
   Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }

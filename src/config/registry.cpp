@@ -182,7 +182,7 @@ const VarSpec kVars[] = {
    "Seconds a collective may wait before the hang report (validated now; the watchdog itself is not implemented yet).",
    apply_watchdog},
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
-   "Measured performance model used by the planner; built-in defaults when unset.",
+   "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
    [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); }, true},
 };
 

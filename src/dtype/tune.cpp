@@ -1,7 +1,5 @@
 #include "dtype/tune.hpp"
 
-#include <mpi.h>  // which MPI the built-in model is for
-
 #include <atomic>
 #include <fstream>
 #include <mutex>
@@ -10,6 +8,7 @@
 
 #include "config/config.hpp"
 #include "diag/log.hpp"
+#include "model/load.hpp"
 
 namespace hier::dtype {
 namespace {
@@ -31,27 +30,13 @@ json line_json(const CostLine& c) {
 }  // namespace
 
 TuneModel builtin_model() {
+  // The "dtype" object of the built-in model file of this MPI family (src/model/builtin-*.json):
   // `mpiexec -n 2 hier-tune` on the 2-core reference VM, rounded (bench/RESULTS.md, "Datatype
   // engine"; the VM was loaded, so treat them as orders of magnitude and re-tune real nodes).
   TuneModel m;
-#if !defined(OMPI_MAJOR_VERSION) && !defined(MPICH_VERSION)
-#error "built-in datatype model: neither Open MPI nor MPICH"
-#endif
-#if defined(OMPI_MAJOR_VERSION)
-  m.engine_pack = {0, 0.026, 0.22};
-  m.engine_unpack = {0, 0.026, 0.26};
-  m.mpi_pack = {0, 0.025, 2.1};
-  m.mpi_unpack = {0, 0.025, 2.2};
-  m.mpi_p2p = {0, 1.53, 3.6};
-  m.contig_p2p = {396, 0.135, 0};
-#else
-  m.engine_pack = {0, 0.024, 0.22};
-  m.engine_unpack = {0, 0.027, 0.20};
-  m.mpi_pack = {0, 0.36, 1.05};
-  m.mpi_unpack = {1086, 0.33, 0.13};
-  m.mpi_p2p = {0, 2.92, 93.6};
-  m.contig_p2p = {0, 1.46, 0};
-#endif
+  const json j = json::parse(model::builtin_text(model::build_family()), nullptr, false);
+  std::string err;
+  if (j.is_object() && j.contains("dtype")) apply_tune_object(j.at("dtype").dump(), m, err);
   return m;
 }
 
@@ -65,8 +50,16 @@ bool parse_tune(const std::string& text, TuneModel& m, std::string& err) {
     err = "format is not \"libhier-tune/1\"";
     return false;
   }
+  return apply_tune_object(j.contains("p2p") ? j.at("p2p").dump() : j.dump(), m, err);
+}
+
+bool apply_tune_object(const std::string& object, TuneModel& m, std::string& err) {
+  const json p = json::parse(object, nullptr, /*allow_exceptions=*/false);
+  if (p.is_discarded() || !p.is_object()) {
+    err = "the datatype model is not a JSON object";
+    return false;
+  }
   try {
-    const json& p = j.contains("p2p") ? j.at("p2p") : j;
     const std::string pol = p.value("policy", std::string("auto"));
     if (pol == "auto") m.policy = TuneModel::Policy::Auto;
     else if (pol == "always") m.policy = TuneModel::Policy::Always;
@@ -112,20 +105,18 @@ const TuneModel& tune_model() {
   if (ready.load(std::memory_order_acquire)) return model;
   std::call_once(once, [] {
     model = builtin_model();
-    const std::string& path = config::get().tune_file;
-    if (path.empty()) return;
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    // One loader for both planners (model/load.hpp): it has already checked the file and warned
+    // once if it was rejected; its "dtype" object (libhier-tune/1: "p2p") overrides the built-ins.
+    const model::TuneFile& f = model::process();
+    if (f.dtype_json.empty()) return;
     TuneModel m = builtin_model();
     std::string err;
-    if (!in) err = "cannot read the file";
-    if (err.empty() && parse_tune(ss.str(), m, err)) {
-      m.source = path;
+    if (apply_tune_object(f.dtype_json, m, err)) {
+      m.source = f.source;
       model = m;
-      HIER_INFO("dtype", "performance model from HIER_TUNE_FILE=%s", path.c_str());
+      HIER_INFO("dtype", "performance model from HIER_TUNE_FILE=%s", f.source.c_str());
     } else {
-      HIER_WARN("dtype", "HIER_TUNE_FILE=%s: %s; using the built-in model", path.c_str(), err.c_str());
+      HIER_WARN("dtype", "HIER_TUNE_FILE=%s: %s; using the built-in model", f.source.c_str(), err.c_str());
     }
   });
   ready.store(true, std::memory_order_release);

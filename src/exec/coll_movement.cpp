@@ -146,7 +146,7 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;
-  const int chunks = sched::chunks_for(Coll::Bcast, bytes, bytes);
+  const int chunks = p->plan.chunks;
   // Staging (for a non-contiguous datatype) is reserved whatever this rank's datatype: see gather_all.
   const sched::Schedule* sp = schedule(
       *p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}, chunks},

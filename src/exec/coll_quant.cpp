@@ -55,11 +55,11 @@ struct Layout {
   // Scratch, byte offsets from its start.
   int64_t off_shard_rec = 0, off_recv_rec = 0, off_acc = 0, off_shard = 0, total = 0;
   // Level steps libhier runs itself where the exact schedule would (exec/executor.cpp's
-  // use_direct_rs / use_padded_agv, the same thresholds): direct reduce-scatter inside the node,
+  // use_direct_rs / use_padded_agv, the plan's thresholds): direct reduce-scatter inside the node,
   // padded allgathers (MPICH's Allgatherv is pathological for large pieces).
   bool rs_direct = false, agv3_padded = false, agv4_padded = false;
 
-  Layout(const topo::Levels& lv, int64_t count, const TypeInfo& t, int qbits) {
+  Layout(const topo::Levels& lv, int64_t count, const TypeInfo& t, int qbits, const model::Plan& plan) {
     L = lv.shape.dims[0];
     N = lv.shape.nnodes;
     local = lv.my_local();
@@ -79,9 +79,9 @@ struct Layout {
     off_acc = off_recv_rec + align64(N * quant::quantized_bytes(piece_n, kBlock, bits));
     off_shard = off_acc + align64(piece_n * elem);
     total = off_shard + shard_n * elem;
-    rs_direct = use_direct_rs(&t, true, count);
-    agv3_padded = use_padded_agv(nullptr, true, quant::quantized_bytes(shard_n, kBlock, bits));
-    agv4_padded = use_padded_agv(&t, true, count);
+    rs_direct = use_direct_rs(plan.direct_rs_from, &t, true, count);
+    agv3_padded = use_padded_agv(plan.padded_agv_from, nullptr, true, quant::quantized_bytes(shard_n, kBlock, bits));
+    agv4_padded = use_padded_agv(plan.padded_agv_from, &t, true, count);
   }
 };
 
@@ -183,7 +183,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
     return std::nullopt;
   const int bits = mode == config::Quant::Int8 ? 8 : 4;
-  const Layout g(lv, count, t, bits);
+  const Layout g(lv, count, t, bits, p.plan);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
   if (quant::quantized_bytes(count, kBlock, bits) > INT_MAX / 2) return std::nullopt;
   sched::Key key{static_cast<uint8_t>(config::Coll::Allreduce), p.plan.algo, sendbuf == MPI_IN_PLACE, false, -1,

@@ -68,7 +68,7 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   if (!may_rewrite(Coll::Allreduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
-  auto p = prepare(Coll::Allreduce, count * t.size, comm);
+  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size);
   if (!p) return std::nullopt;
   // HIER_QUANT: MPI_SUM of float / double on a cartesian 2-level shape runs quantized (lossy,
   // bounded); everything else, and a failed acquisition there, goes on exactly.
@@ -76,7 +76,7 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool ordered = !predefined_op(op);
   const int rank = p->ctx->levels->rank;
-  const int chunks = sched::chunks_for(Coll::Allreduce, count, count * t.size);
+  const int chunks = p->plan.chunks;
   const sched::Schedule* s = schedule(*p, element_key(Coll::Allreduce, *p, in_place, ordered, -1, count, t, chunks),
                                       [&](int) {
                                         return sched::pipeline(count, chunks, [&](int64_t n) {
@@ -93,7 +93,7 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
   if (!may_rewrite(Coll::Reduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
-  auto p = prepare(Coll::Reduce, count * t.size, comm);
+  auto p = prepare(Coll::Reduce, count * t.size, comm, t.size);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;  // PMPI reports the error
@@ -113,7 +113,7 @@ std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
                                          const TypeInfo& t, MPI_Op op, MPI_Comm comm) {
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (!eligible(total, t, op)) return std::nullopt;
-  auto p = prepare(coll, total * t.size, comm);
+  auto p = prepare(coll, total * t.size, comm, t.size);
   if (!p) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int rank = p->ctx->levels->rank;

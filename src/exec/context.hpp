@@ -6,9 +6,12 @@
 
 #include <mpi.h>
 
+#include <map>
 #include <memory>
+#include <tuple>
 
 #include "exec/scratch.hpp"
+#include "model/plan.hpp"
 #include "sched/cache.hpp"
 #include "topo/levels.hpp"
 
@@ -24,6 +27,9 @@ struct Context {
   // buffers may be device memory, so collectives here are left to the (GPU-aware) MPI on every
   // rank. A rank never decides this from its own buffers: the peers cannot see them.
   bool gpu_anywhere = false;
+  // The planner's decisions for this communicator's shape (model/plan.hpp), by (collective,
+  // bytes, element size): a pure function of them, so every rank holds the same entries.
+  std::map<std::tuple<int, int64_t, int64_t>, model::Plan> plans;
 };
 
 // The context of `comm`, created on first use. Creation is collective over `comm` (it builds

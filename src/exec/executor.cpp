@@ -6,7 +6,6 @@
 
 #include "exec/direct.hpp"
 #include "exec/typed.hpp"
-#include "sched/tuning.hpp"
 #include "util/inject.hpp"
 
 namespace hier::exec {
@@ -29,11 +28,11 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
 
 }  // namespace
 
-bool use_direct_rs(const TypeInfo* info, bool has_tmp, int64_t total) {
-  return has_tmp && info && total * info->size >= sched::thresholds().rs_direct_min;
+bool use_direct_rs(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total) {
+  return has_tmp && info && total * info->size >= from;
 }
-bool use_padded_agv(const TypeInfo* info, bool has_tmp, int64_t total) {
-  return has_tmp && total * (info ? info->size : 1) >= sched::thresholds().agv_padded_min;
+bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total) {
+  return has_tmp && total * (info ? info->size : 1) >= from;
 }
 
 namespace {
@@ -45,6 +44,7 @@ int64_t sum(const std::vector<int64_t>& v) {
 }
 
 struct Runner {
+  const sched::Schedule& sc;
   const topo::Levels& lv;
   const Binding& b;
   std::vector<int> counts, displs;  // int copies for the PMPI v-calls
@@ -71,8 +71,8 @@ struct Runner {
   static bool is_local(const sched::Step& s) {
     return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock;
   }
-  bool direct_rs(int64_t total) const { return use_direct_rs(b.info, b.tmp != nullptr, total); }
-  bool padded_agv(int64_t total) const { return use_padded_agv(b.info, b.tmp != nullptr, total); }
+  bool direct_rs(int64_t total) const { return use_direct_rs(sc.direct_rs_from, b.info, b.tmp != nullptr, total); }
+  bool padded_agv(int64_t total) const { return use_padded_agv(sc.padded_agv_from, b.info, b.tmp != nullptr, total); }
 
   // Starts a step nonblocking (a pipelined wave); `slot` numbers its scratch. The same choices
   // of implementation as step() makes, from inputs equal on every member.
@@ -200,12 +200,12 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
       const int64_t total = sum(st.counts);
       const std::vector<int> counts(st.counts.begin(), st.counts.end());
       int64_t bytes = -1;
-      if (st.kind == Kind::ReduceScatter && use_direct_rs(info, true, total)) {
+      if (st.kind == Kind::ReduceScatter && use_direct_rs(s.direct_rs_from, info, true, total)) {
         int me = 0;
         const MPI_Comm c = comm_of(st.comm, lv);
         if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &me) != MPI_SUCCESS) return false;
         bytes = reduce_scatter_direct_bytes(counts, me, *info);
-      } else if (st.kind == Kind::Allgatherv && use_padded_agv(info, true, total)) {
+      } else if (st.kind == Kind::Allgatherv && use_padded_agv(s.padded_agv_from, info, true, total)) {
         bytes = allgatherv_padded_bytes(counts, info);
       }
       if (bytes >= 0 && !(*tmp)[k - i].get(static_cast<size_t>(bytes))) return false;
@@ -217,7 +217,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
 
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
   if (util::injected_failure("run")) return MPI_ERR_OTHER;  // tests: an error inside a schedule
-  Runner r{lv, b, {}, {}};
+  Runner r{s, lv, b, {}, {}};
   const size_t n = s.steps.size();
   std::vector<Pending> wave;
   for (size_t i = 0; i < n;) {

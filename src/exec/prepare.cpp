@@ -10,9 +10,56 @@
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
 #include "exec/typed.hpp"
+#include "model/load.hpp"
 #include "util/inject.hpp"
 
 namespace hier::exec {
+
+namespace {
+
+// The planner's pre-check sizes for the process's model (model::hier_from), computed once.
+const std::array<int64_t, model::kColls>& gate() {
+  static const std::array<int64_t, model::kColls> g = model::hier_from(model::process().model);
+  return g;
+}
+
+// Report: per collective, the calls planned each way and the predicted times (ns) of the
+// chosen plan and of the other option.
+struct PlanCount {
+  std::atomic<uint64_t> hier{0}, flat{0};
+  std::atomic<double> chosen_ns{0}, other_ns{0};
+};
+std::array<PlanCount, static_cast<size_t>(config::Coll::Count)> g_plans;
+
+void add(std::atomic<double>& a, double x) {
+  double v = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(v, v + x, std::memory_order_relaxed)) {
+  }
+}
+
+std::string planner_report() {
+  nlohmann::json j = nlohmann::json::object();
+  j["model"] = model::process().model.source;
+  for (size_t c = 0; c < g_plans.size(); ++c) {
+    const PlanCount& n = g_plans[c];
+    if (!n.hier.load() && !n.flat.load()) continue;
+    j[config::kCollKeys[c]] = {{"hier", n.hier.load()}, {"flat", n.flat.load()},
+                               {"predicted_ms", n.chosen_ns.load() / 1e6}, {"other_ms", n.other_ns.load() / 1e6}};
+  }
+  return j.dump();
+}
+
+void count_plan(config::Coll coll, const model::Plan& p) {
+  static const bool registered = (base::add_report_section("planner", planner_report), true);
+  (void)registered;
+  PlanCount& n = g_plans[static_cast<size_t>(coll)];
+  const bool hier = p.algo != sched::Algorithm::Flat;
+  (hier ? n.hier : n.flat).fetch_add(1, std::memory_order_relaxed);
+  add(n.chosen_ns, hier ? p.hier_ns : p.flat_ns);
+  add(n.other_ns, hier ? p.flat_ns : p.hier_ns);
+}
+
+}  // namespace
 
 bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
   const config::Algo forced = config::get().algo_for(coll);
@@ -20,21 +67,26 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
   if (forced == config::Algo::Hier) return true;
   const MPI_Count size = type == MPI_DATATYPE_NULL ? -1 : base::type_size(type);
   if (size < 0) return true;  // the full path decides (and PMPI reports the error)
-  return sched::worth_building({coll, count * size}, forced);
+  return model::worth_building({coll, count * size}, gate(), config::get());
 }
 
-std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm) {
-  const config::Algo forced = config::get().algo_for(coll);
-  const sched::Query q{coll, bytes};
-  if (!sched::worth_building(q, forced)) return std::nullopt;
+std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size) {
+  const config::Config& cfg = config::get();
+  const model::Call call{coll, bytes, elem_size};
+  if (!model::worth_building(call, gate(), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
   if (!ctx || !ctx->levels || ctx->gpu_anywhere) return std::nullopt;
-  Prepared p{ctx, sched::plan(q, ctx->levels->shape, forced)};
-  if (p.plan.algo == sched::Algorithm::Flat) {
-    HIER_TRACE("sched", "%s %lld bytes: flat (%s)", config::coll_key(coll),
-               static_cast<long long>(bytes), p.plan.why);
-    return std::nullopt;
+  const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size);
+  auto it = ctx->plans.find(key);
+  if (it == ctx->plans.end()) {
+    if (ctx->plans.size() >= 1024) ctx->plans.clear();  // bounded; the same on every rank
+    it = ctx->plans.emplace(key, model::plan(call, ctx->levels->shape, model::process().model, cfg)).first;
+    HIER_TRACE("sched", "%s %lld bytes: %s", config::coll_key(coll), static_cast<long long>(bytes),
+               model::describe(it->second).c_str());
   }
+  Prepared p{ctx, it->second};
+  count_plan(coll, p.plan);
+  if (p.plan.algo == sched::Algorithm::Flat) return std::nullopt;
   return p;
 }
 
@@ -52,7 +104,11 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
       sched::Cache::Entry& e = p.ctx->cache.insert(key);
       inserted = true;
       for (int v = 0; v < sched::Cache::kVariants; ++v)
-        if (v == variant || both) e.variant[v] = std::make_unique<sched::Schedule>(build(v));
+        if (v == variant || both) {
+          e.variant[v] = std::make_unique<sched::Schedule>(build(v));
+          e.variant[v]->direct_rs_from = p.plan.direct_rs_from;
+          e.variant[v]->padded_agv_from = p.plan.padded_agv_from;
+        }
       failed = 1 + static_cast<int>(Acquire::Scratch);
       bool ok = !util::injected_failure("scratch");
       for (int v = 0; v < sched::Cache::kVariants && ok; ++v)
@@ -71,7 +127,7 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
     return nullptr;
   }
   const sched::Schedule* s = p.ctx->cache.find(key)->variant[variant].get();
-  HIER_TRACE("sched", "rank %d: %s, %s: %s", p.ctx->levels->rank, sched::to_string(p.plan.algo), p.plan.why,
+  HIER_TRACE("sched", "rank %d: %s: %s", p.ctx->levels->rank, model::describe(p.plan).c_str(),
              sched::to_string(*s).c_str());
   return s;
 }

@@ -11,13 +11,13 @@
 #include "exec/context.hpp"
 #include "exec/typed.hpp"
 #include "sched/cache.hpp"
-#include "sched/planner.hpp"
+#include "model/plan.hpp"
 
 namespace hier::exec {
 
 struct Prepared {
   Context* ctx = nullptr;
-  sched::Plan plan;
+  model::Plan plan;
 };
 
 // The cheap first test, before any type decoding or communicator lookup (this runs on every
@@ -26,8 +26,9 @@ struct Prepared {
 bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count);
 
 // Null when the call goes flat. Every input must be the same on every rank of `comm` (see
-// sched/planner.hpp): the context is built collectively on the first call that gets this far.
-std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm);
+// model/plan.hpp): the context is built collectively on the first call that gets this far.
+// `elem_size`: bytes per unit of the schedule (the datatype's size; 1 for byte schedules).
+std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size = 1);
 
 // The schedule for `key`. A hit in the context's cache is the whole cost on the hot path. On a
 // miss (the same calls miss on every rank: sched/cache.hpp) the schedule is built (and printed

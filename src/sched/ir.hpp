@@ -74,6 +74,10 @@ struct Schedule {
   bool reads_recv = false;   // byte schedules: Recv holds input (bcast root, in-place)
   bool writes_recv = false;  // byte schedules: Recv is written as bytes (bcast)
   int chunks = 1;            // pipelined: the call cut into this many chunks
+  // How the executor runs level steps (the planner's choice, model/plan.hpp; exec/direct.hpp):
+  // reduce-scatter steps of at least this many input bytes by direct exchange, allgatherv steps
+  // of at least this many bytes in all as an allgather of padded pieces. Max: never.
+  int64_t direct_rs_from = INT64_MAX, padded_agv_from = INT64_MAX;
   std::vector<Step> steps;
 };
 

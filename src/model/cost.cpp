@@ -1,0 +1,340 @@
+#include "model/cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+namespace hier::model {
+namespace {
+
+using sched::Kind;
+using sched::On;
+
+int64_t pof2_below(int64_t m) {
+  int64_t p = 1;
+  while (p * 2 <= m) p *= 2;
+  return p;
+}
+int64_t pof2_above(int64_t m) {
+  int64_t p = 1;
+  while (p < m) p *= 2;
+  return p;
+}
+
+// Rounds of a reduce-scatter by recursive halving (distance 1 first, each round half the data),
+// with the reduction of what each round receives.
+double halving(double n, int64_t m, const Net& net, double red) {
+  const int64_t p = pof2_below(m);
+  double t = 0, b = n / 2;
+  for (int64_t d = 1; d < p; d *= 2, b /= 2) t += net.exchange(d, b) + b * red;
+  return t;
+}
+double doubling_gather(double n, int64_t m, const Net& net) {
+  const int64_t p = pof2_below(m);
+  double t = 0, b = n / p;
+  for (int64_t d = p / 2; d >= 1; d /= 2, b *= 2) t += net.exchange(d, b);
+  return t;
+}
+// Non-power-of-two member counts: the extra members fold into the others before and after.
+double fold(double n, int64_t m, const Net& net, double red) {
+  return m == pof2_below(m) ? 0 : 2 * net.shift(1, n) + n * red;
+}
+double binomial_tree(double n, int64_t m, const Net& net, double red) {
+  double t = 0;
+  for (int64_t d = pof2_above(m) / 2; d >= 1; d /= 2) t += net.tree(d, n) + n * red;
+  return t;
+}
+double binomial_scatter(double n, int64_t m, const Net& net) {
+  const int64_t p = pof2_above(m);
+  double t = 0;
+  for (int64_t d = p / 2; d >= 1; d /= 2) t += net.tree(d, n * static_cast<double>(d) / p);
+  return t;
+}
+
+}  // namespace
+
+Op op_of(config::Coll c) {
+  using config::Coll;
+  switch (c) {
+    case Coll::Allreduce: return Op::Allreduce;
+    case Coll::ReduceScatterBlock:
+    case Coll::ReduceScatter: return Op::ReduceScatter;
+    case Coll::Allgather:
+    case Coll::Allgatherv: return Op::Allgather;
+    case Coll::Bcast: return Op::Bcast;
+    case Coll::Reduce: return Op::Reduce;
+    case Coll::Barrier: return Op::Barrier;
+    case Coll::Alltoall:
+    case Coll::Count: break;
+  }
+  return Op::Alltoall;
+}
+
+double FlatNet::round(int inside, int crossing, double bytes) const {
+  double t = 0;
+  if (inside > 0) t = m_.intra.latency_ns + bytes * m_.intra.per_flow_ns_per_byte(inside);
+  if (crossing > 0) t = std::max(t, m_.inter.latency_ns + bytes * m_.inter.per_flow_ns_per_byte(crossing));
+  return t;
+}
+
+// Node 0's ranks are 0..ppn-1; by symmetry every node sees the same.
+double FlatNet::shift(int64_t d, double bytes) const {
+  const int64_t p = static_cast<int64_t>(nodes_) * ppn_;
+  int in = 0, out = 0;
+  for (int r = 0; r < ppn_; ++r) {
+    const int64_t to = (r + d) % p;
+    if (to == r) continue;
+    (to / ppn_ == 0 ? in : out)++;
+  }
+  return round(in, out, bytes);
+}
+double FlatNet::exchange(int64_t d, double bytes) const {
+  const int64_t p = static_cast<int64_t>(nodes_) * ppn_;
+  int in = 0, out = 0;
+  for (int r = 0; r < ppn_; ++r) {
+    const int64_t to = r ^ d;
+    if (to >= p || to == r) continue;
+    (to / ppn_ == 0 ? in : out)++;
+  }
+  return round(in, out, bytes);
+}
+double FlatNet::tree(int64_t d, double bytes) const {
+  const int64_t p = static_cast<int64_t>(nodes_) * ppn_;
+  int in = 0, out = 0;
+  for (int r = 0; r < ppn_; ++r) {
+    if (r % (2 * d) != 0 || r + d >= p) continue;
+    ((r + d) / ppn_ == 0 ? in : out)++;
+  }
+  return round(in, out, bytes);
+}
+
+double algo_cost(Op op, Algo a, double n, int members, const Net& net, double red) {
+  const int64_t m = members;
+  if (m <= 1) return 0;
+  const double piece = n / m;
+  double t = 0;
+  switch (op) {
+    case Op::Allreduce:
+      if (a == Algo::RecursiveDoubling) {
+        t = fold(n, m, net, red);
+        for (int64_t d = 1; d < pof2_below(m); d *= 2) t += net.exchange(d, n) + n * red;
+        return t;
+      }
+      if (a == Algo::Rabenseifner) return fold(n, m, net, red) + halving(n, m, net, red) + doubling_gather(n, m, net);
+      if (a == Algo::Binomial) return binomial_tree(n, m, net, red) + binomial_tree(n, m, net, 0);
+      // ring: reduce-scatter then allgather around the ring
+      return (m - 1) * (2 * net.shift(1, piece) + piece * red);
+    case Op::ReduceScatter:
+      if (a == Algo::RecursiveHalving || a == Algo::Rabenseifner) return fold(n, m, net, red) + halving(n, m, net, red);
+      if (a == Algo::Pairwise) {
+        for (int64_t i = 1; i < m; ++i) t += net.shift(i, piece) + piece * red;
+        return t;
+      }
+      return (m - 1) * (net.shift(1, piece) + piece * red);
+    case Op::Allgather:
+      if (a == Algo::RecursiveDoubling) {
+        for (int64_t d = 1; d < pof2_below(m); d *= 2) t += net.exchange(d, piece * d);
+        return t + (m == pof2_below(m) ? 0 : net.shift(1, n));
+      }
+      if (a == Algo::Bruck) {
+        for (int64_t d = 1; d < m; d *= 2) t += net.shift(d, piece * std::min(d, m - d));
+        return t;
+      }
+      return (m - 1) * net.shift(1, piece);
+    case Op::Bcast:
+      if (a == Algo::ScatterAllgather) return binomial_scatter(n, m, net) + (m - 1) * net.shift(1, piece);
+      if (a == Algo::Linear) {
+        for (int64_t d = 1; d < m; ++d) t += net.tree(d, n);
+        return t;
+      }
+      return binomial_tree(n, m, net, 0);
+    case Op::Reduce:
+      if (a == Algo::Rabenseifner) return fold(n, m, net, red) + halving(n, m, net, red) + binomial_scatter(n, m, net);
+      if (a == Algo::Linear) {
+        for (int64_t d = 1; d < m; ++d) t += net.tree(d, n) + n * red;
+        return t;
+      }
+      return binomial_tree(n, m, net, red);
+    case Op::Barrier:
+      for (int64_t d = 1; d < m; d *= 2) t += net.shift(d, 0);
+      return t;
+    case Op::Alltoall:
+      if (a == Algo::Bruck) {
+        for (int64_t d = 1; d < m; d *= 2) t += net.shift(d, n / 2);
+        return t;
+      }
+      for (int64_t i = 1; i < m; ++i) t += net.shift(i, piece);
+      return t;
+    case Op::Scatter:
+    case Op::Gather:
+      if (a == Algo::Linear) {
+        for (int64_t d = 1; d < m; ++d) t += net.tree(d, piece);
+        return t;
+      }
+      return binomial_scatter(n, m, net);
+  }
+  return t;
+}
+
+double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ppn, const Model& m) {
+  const FlatNet net(m, nodes, ppn);
+  return algo_cost(op_of(coll), m.flat_algorithm(coll, bytes), static_cast<double>(bytes), nodes * ppn, net,
+                   m.reduce_ns_per_byte);
+}
+
+double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const Model& m) {
+  int nodes = std::max(s.nnodes, 1), ppn = 1;
+  for (int n : s.node_sizes) ppn = std::max(ppn, n);
+  if (s.one_machine || nodes == 1) {
+    nodes = 1;
+    ppn = s.size;
+  }
+  const double model = flat_algo_cost(coll, bytes, nodes, ppn, m);
+  const std::vector<Point>& pts = m.flat_measured[static_cast<size_t>(coll)];
+  if (pts.empty() || !s.cartesian || s.one_machine || nodes != m.nodes || ppn != m.ranks_per_node || bytes <= 0)
+    return model;
+  const double b = static_cast<double>(bytes);
+  // Outside the measured range: the algorithm's cost, scaled to agree with the nearest point.
+  auto scaled = [&](const Point& p) {
+    const double at = flat_algo_cost(coll, static_cast<int64_t>(p.bytes), nodes, ppn, m);
+    return at > 0 ? model * p.ns / at : p.ns;
+  };
+  if (b <= pts.front().bytes) return b == pts.front().bytes ? pts.front().ns : scaled(pts.front());
+  if (b >= pts.back().bytes) return b == pts.back().bytes ? pts.back().ns : scaled(pts.back());
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (b > pts[i].bytes) continue;
+    const Point &lo = pts[i - 1], &hi = pts[i];
+    if (lo.ns <= 0 || hi.ns <= 0) return lo.ns + (hi.ns - lo.ns) * (b - lo.bytes) / (hi.bytes - lo.bytes);
+    const double t = std::log(b / lo.bytes) / std::log(hi.bytes / lo.bytes);
+    return std::exp(std::log(lo.ns) + t * std::log(hi.ns / lo.ns));
+  }
+  return model;
+}
+
+namespace {
+
+topo::Shape::Comm comm_kind(On on) {
+  switch (on) {
+    case On::Node: return topo::Shape::Comm::Node;
+    case On::Cross: return topo::Shape::Comm::Cross;
+    case On::Leaders: return topo::Shape::Comm::Leaders;
+    default: return topo::Shape::Comm::Step;
+  }
+}
+
+LevelKind level_of(const sched::CommRef& c, const topo::Shape& s) {
+  if (s.one_machine) return LevelKind::Intra;
+  switch (c.on) {
+    case On::Node: return LevelKind::Intra;
+    case On::Step: return c.level + 1 < s.nlevels() ? LevelKind::Intra : LevelKind::Inter;
+    default: return LevelKind::Inter;
+  }
+}
+
+int64_t total(const std::vector<int64_t>& v) {
+  int64_t t = 0;
+  for (int64_t x : v) t += x;
+  return t;
+}
+
+bool is_local(Kind k) { return k == Kind::Copy || k == Kind::LoadBlock || k == Kind::StoreBlock; }
+
+// Which steps of a node's ranks run at once: same wave, same stage, same kind of communicator.
+using StepKey = std::tuple<int, int, uint8_t, int>;
+StepKey key_of(const sched::Step& st, size_t index) {
+  return {st.wave, st.stage >= 0 ? st.stage : static_cast<int>(index), static_cast<uint8_t>(st.comm.on), st.comm.level};
+}
+
+}  // namespace
+
+double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Model& m, int64_t ub, int flows,
+                 bool with_reduce) {
+  if (is_local(st.kind)) return static_cast<double>(st.count * ub) * m.copy_ns_per_byte;
+  int members = static_cast<int>(st.counts.size());
+  if (members == 0) members = static_cast<int>(s.members(rank, comm_kind(st.comm.on), st.comm.level).size());
+  const LevelParams& lp = m.level(level_of(st.comm, s));
+  const LevelNet net(lp, flows);
+  const double red = with_reduce ? m.reduce_ns_per_byte : 0.0;
+  const double count = static_cast<double>(st.count * ub);
+  using config::Coll;
+  auto mpi = [&](Coll c, Op op, double bytes) {
+    return algo_cost(op, m.flat_algorithm(c, static_cast<int64_t>(bytes)), bytes, members, net, red);
+  };
+  switch (st.kind) {
+    case Kind::ReduceScatter: {
+      const double in = static_cast<double>(total(st.counts) * ub);
+      if (in >= static_cast<double>(m.direct_rs_from)) return algo_cost(Op::ReduceScatter, Algo::Pairwise, in, members, net, red);
+      return mpi(Coll::ReduceScatter, Op::ReduceScatter, in);
+    }
+    case Kind::Allreduce: return mpi(Coll::Allreduce, Op::Allreduce, count);
+    case Kind::Allgather: return mpi(Coll::Allgather, Op::Allgather, count * members);
+    case Kind::Allgatherv: {
+      const double all = static_cast<double>(total(st.counts) * ub);
+      if (all >= static_cast<double>(m.padded_agv_from)) {
+        const double most = static_cast<double>(*std::max_element(st.counts.begin(), st.counts.end()) * ub);
+        return mpi(Coll::Allgather, Op::Allgather, most * members);
+      }
+      return mpi(Coll::Allgatherv, Op::Allgather, all);
+    }
+    case Kind::Bcast: return mpi(Coll::Bcast, Op::Bcast, count);
+    case Kind::Reduce: return mpi(Coll::Reduce, Op::Reduce, count);
+    case Kind::Scatterv: return algo_cost(Op::Scatter, Algo::Binomial, static_cast<double>(total(st.counts) * ub), members, net, red);
+    case Kind::Gatherv: return algo_cost(Op::Gather, Algo::Binomial, static_cast<double>(total(st.counts) * ub), members, net, red);
+    case Kind::Alltoall: return mpi(Coll::Alltoall, Op::Alltoall, count * members);
+    case Kind::Barrier: return mpi(Coll::Barrier, Op::Barrier, 0);
+    case Kind::Send:
+    case Kind::Recv: return net.shift(1, count);
+    default: break;
+  }
+  return 0;
+}
+
+double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shape& s, const Model& m, int64_t ub) {
+  if (node.empty()) return 0;
+  const sched::Schedule& mine = node[0];
+  int ppn = 1;
+  for (int n : s.node_sizes) ppn = std::max(ppn, n);
+  // Flows of each step: how many of the node's ranks run it at once.
+  std::map<StepKey, int> runners;
+  if (node.size() > 1) {
+    for (const sched::Schedule& sc : node) {
+      std::map<StepKey, int> seen;
+      for (size_t i = 0; i < sc.steps.size(); ++i)
+        if (!is_local(sc.steps[i].kind)) seen[key_of(sc.steps[i], i)] = 1;
+      for (const auto& [k, v] : seen) runners[k] += v;
+    }
+  }
+  auto flows_of = [&](const sched::Step& st, size_t i) {
+    if (node.size() > 1) return std::max(1, runners[key_of(st, i)]);
+    return st.comm.on == On::Leaders ? 1 : ppn;
+  };
+  double t = 0;
+  const size_t n = mine.steps.size();
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    if (mine.steps[i].wave >= 0)
+      while (j < n && mine.steps[j].wave == mine.steps[i].wave) ++j;
+    // The CPU's work (local copies, reductions) runs one piece after another; communication on
+    // one level too, while the two levels overlap (Model::overlap).
+    double cpu = 0, level[2] = {0, 0};
+    for (size_t k = i; k < j; ++k) {
+      const sched::Step& st = mine.steps[k];
+      if (is_local(st.kind)) {
+        cpu += step_cost(st, rank, s, m, ub, 1);
+        continue;
+      }
+      const int flows = flows_of(st, k);
+      const double all = step_cost(st, rank, s, m, ub, flows, true);
+      const double comm = step_cost(st, rank, s, m, ub, flows, false);
+      cpu += all - comm;
+      level[level_of(st.comm, s) == LevelKind::Intra ? 0 : 1] += comm + m.step_overhead_ns;
+    }
+    const double most = std::max(level[0], level[1]), sum = level[0] + level[1];
+    t += cpu + most + (1.0 - m.overlap) * (sum - most);
+    i = j;
+  }
+  return t;
+}
+
+}  // namespace hier::model

@@ -1,0 +1,90 @@
+// Predicted time of a schedule and of the MPI's own (flat) collective, from a Model.
+//
+// A collective of m members is costed as the rounds of its algorithm (model.hpp's Algo): each
+// round costs latency + bytes x the per-flow time per byte with as many flows as cross the
+// level at once, plus the local reduction of what it received. A schedule step on a level
+// communicator is such a collective on its level (inside a node: "intra"; across nodes:
+// "inter"), costed with the algorithm the MPI uses for that collective and size; the flows of a
+// step are the ranks of the node that run the same step at once (every node position crossing
+// together, or the root's alone). Steps run one after another; in a pipelined wave the
+// communication on the two levels overlaps (Model::overlap) while the CPU's work (copies,
+// reductions) does not. The flat collective is the same algorithm on the whole
+// communicator, each round costed on the level its messages cross (ranks placed node by node),
+// or the MPI's measured time when the model has points for this very shape.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model.hpp"
+#include "sched/ir.hpp"
+#include "topo/shape.hpp"
+
+namespace hier::model {
+
+// The operation a collective (or a level step) performs, for costing.
+enum class Op : uint8_t { Allreduce, ReduceScatter, Allgather, Bcast, Reduce, Barrier, Alltoall, Scatter, Gather };
+Op op_of(config::Coll c);
+
+// How the messages of one round travel.
+class Net {
+ public:
+  virtual ~Net() = default;
+  // Every member sends `bytes` to the member `d` ranks further (mod m).
+  virtual double shift(int64_t d, double bytes) const = 0;
+  // Every member exchanges `bytes` with the member whose rank differs by xor `d`.
+  virtual double exchange(int64_t d, double bytes) const = 0;
+  // Members at multiples of 2d send `bytes` to the member d further (a binomial tree's round).
+  virtual double tree(int64_t d, double bytes) const = 0;
+};
+
+// Every message on one level with `flows` flows at once.
+class LevelNet : public Net {
+ public:
+  LevelNet(const LevelParams& p, int flows) : p_(p), nspb_(p.per_flow_ns_per_byte(flows)) {}
+  double shift(int64_t, double bytes) const override { return p_.latency_ns + bytes * nspb_; }
+  double exchange(int64_t, double bytes) const override { return p_.latency_ns + bytes * nspb_; }
+  double tree(int64_t, double bytes) const override { return p_.latency_ns + bytes * nspb_; }
+
+ private:
+  const LevelParams& p_;
+  double nspb_;
+};
+
+// A whole communicator of `nodes` x `ranks_per_node` ranks placed node by node: a round costs
+// its slowest part, the messages inside a node or those crossing to another.
+class FlatNet : public Net {
+ public:
+  FlatNet(const Model& m, int nodes, int ranks_per_node) : m_(m), nodes_(nodes), ppn_(ranks_per_node) {}
+  double shift(int64_t d, double bytes) const override;
+  double exchange(int64_t d, double bytes) const override;
+  double tree(int64_t d, double bytes) const override;
+
+ private:
+  double round(int inside, int crossing, double bytes) const;
+  const Model& m_;
+  int nodes_, ppn_;
+};
+
+// The rounds of `algo` performing `op` over `members` members on `net`; `bytes` as the planner
+// counts them for the collective (allgather: the whole output, reduce_scatter: the whole input,
+// alltoall: what one rank sends, scatter/gather: the whole vector at the root).
+double algo_cost(Op op, Algo algo, double bytes, int members, const Net& net, double reduce_ns_per_byte);
+
+// The MPI's own collective on a communicator of `shape` (bytes as the planner counts them).
+double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& shape, const Model& m);
+// The same from the algorithm alone (never the measured points).
+double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ranks_per_node, const Model& m);
+
+// A schedule's predicted time. `node[0]` is the rank costed; the others are the schedules of the
+// rest of its node (they give the flows of each step; empty or one: every rank of the node runs
+// every step). `unit_bytes`: bytes per unit (element schedules: the datatype's size).
+double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shape& shape, const Model& m,
+            int64_t unit_bytes);
+
+// The cost of one step alone, with `flows` flows on its level (exposed for the tests);
+// with_reduce false: without the local reductions (communication only).
+double step_cost(const sched::Step& st, int rank, const topo::Shape& shape, const Model& m, int64_t unit_bytes,
+                 int flows, bool with_reduce = true);
+
+}  // namespace hier::model

@@ -1,0 +1,317 @@
+#include "model/load.hpp"
+
+#include <mpi.h>  // which family this build is for (no MPI calls here)
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "config/config.hpp"
+#include "diag/log.hpp"
+#include "model/builtin_files.hpp"
+
+namespace hier::model {
+namespace {
+
+using json = nlohmann::json;
+
+// A problem in the file: what() is the one line the user sees.
+struct Bad {
+  std::string what;
+};
+
+const json& need(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw Bad{"missing " + where + key};
+  return j.at(key);
+}
+
+double number(const json& j, const char* key, const std::string& where, double lo = 0) {
+  const json& v = need(j, key, where);
+  if (!v.is_number()) throw Bad{where + key + " is not a number"};
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || x < lo) throw Bad{where + key + " = " + v.dump() + " (must be >= " + json(lo).dump() + ")"};
+  return x;
+}
+
+int64_t bytes_of(const json& j, const char* key, const std::string& where) {
+  const json& v = need(j, key, where);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0) throw Bad{where + key + " = " + v.dump() + " (must be an integer >= 0)"};
+  return v.get<int64_t>();
+}
+
+int coll_index(const std::string& name) {
+  for (size_t c = 0; c < kColls; ++c)
+    if (name == config::kCollKeys[c]) return static_cast<int>(c);
+  return -1;
+}
+
+LevelParams read_level(const json& j, const std::string& where) {
+  LevelParams p;
+  p.latency_ns = number(j, "latency_ns", where);
+  p.ns_per_byte = number(j, "ns_per_byte", where);
+  if (j.contains("concurrent")) {
+    const json& c = j.at("concurrent");
+    if (!c.is_array()) throw Bad{where + "concurrent is not a list"};
+    for (size_t i = 0; i < c.size(); ++i) {
+      const std::string w = where + "concurrent[" + std::to_string(i) + "].";
+      FlowPoint fp;
+      const double f = number(c[i], "flows", w, 1);
+      fp.flows = static_cast<int>(f);
+      if (fp.flows != f) throw Bad{w + "flows is not an integer"};
+      fp.ns_per_byte = number(c[i], "ns_per_byte", w);
+      if (!p.concurrent.empty() && fp.flows <= p.concurrent.back().flows) throw Bad{w + "flows not ascending"};
+      p.concurrent.push_back(fp);
+    }
+  }
+  return p;
+}
+
+// The datatype engine's object (libhier-tune/1 "p2p", libhier-tune/2 "dtype"): checked here so
+// that dtype/tune.cpp can apply it without failing.
+void check_dtype(const json& d, const std::string& where) {
+  if (!d.is_object()) throw Bad{where + " is not an object"};
+  if (d.contains("policy")) {
+    const json& p = d.at("policy");
+    const std::string pol = p.is_string() ? p.get<std::string>() : p.dump();
+    if (pol != "auto" && pol != "always" && pol != "never")
+      throw Bad{where + ".policy '" + pol + "' (allowed: auto, always, never)"};
+  }
+  for (const char* line : {"engine_pack", "engine_unpack", "mpi_pack", "mpi_unpack", "mpi_p2p", "contig_p2p"}) {
+    if (!d.contains(line)) continue;
+    const std::string w = where + "." + line + ".";
+    if (!d.at(line).is_object()) throw Bad{where + "." + line + " is not an object"};
+    for (const char* k : {"overhead_ns", "ns_per_byte", "ns_per_block"})
+      if (d.at(line).contains(k)) number(d.at(line), k, w, -1e300);
+  }
+  if (d.contains("min_bytes") && !d.at("min_bytes").is_number_integer()) throw Bad{where + ".min_bytes is not an integer"};
+}
+
+void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
+  Model& m = out.model;
+  const json& mach = need(j, "machine", "");
+  const json& fam = need(mach, "mpi_family", "machine.");
+  if (!fam.is_string() || (fam != "openmpi" && fam != "mpich"))
+    throw Bad{"machine.mpi_family = " + fam.dump() + " (allowed: \"openmpi\", \"mpich\")"};
+  if (fam.get<std::string>() != to_string(family))
+    throw Bad{"measured with " + fam.get<std::string>() + ", this libhier is built for " + to_string(family)};
+  m.family = family;
+  const double nodes = number(mach, "nodes", "machine.", 1), rpn = number(mach, "ranks_per_node", "machine.", 1);
+  m.nodes = static_cast<int>(nodes);
+  m.ranks_per_node = static_cast<int>(rpn);
+  if (m.nodes != nodes || m.ranks_per_node != rpn) throw Bad{"machine.nodes / ranks_per_node are not integers"};
+  if (job.nodes > 0 && (job.nodes != m.nodes || job.ranks_per_node != m.ranks_per_node))
+    throw Bad{"measured on " + std::to_string(m.nodes) + " nodes x " + std::to_string(m.ranks_per_node) +
+              " ranks, this job runs " + std::to_string(job.nodes) + " x " + std::to_string(job.ranks_per_node)};
+  const json& lv = need(j, "levels", "");
+  m.intra = read_level(need(lv, "intra", "levels."), "levels.intra.");
+  m.inter = read_level(need(lv, "inter", "levels."), "levels.inter.");
+  const json& cp = need(j, "compute", "");
+  m.reduce_ns_per_byte = number(cp, "reduce_ns_per_byte", "compute.");
+  m.copy_ns_per_byte = number(cp, "copy_ns_per_byte", "compute.");
+
+  if (j.contains("flat_algorithms")) {
+    const json& fa = j.at("flat_algorithms");
+    if (!fa.is_object()) throw Bad{"flat_algorithms is not an object"};
+    for (const auto& [name, list] : fa.items()) {
+      const int c = coll_index(name);
+      if (c < 0) continue;  // a collective this version does not plan
+      const std::string w = "flat_algorithms." + name;
+      if (!list.is_array() || list.empty()) throw Bad{w + " is not a non-empty list"};
+      std::vector<AlgoRule> rules;
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string wi = w + "[" + std::to_string(i) + "].";
+        AlgoRule r;
+        const json& a = need(list[i], "algorithm", wi);
+        if (!a.is_string() || !algo_from_string(a.get<std::string>(), r.algo))
+          throw Bad{wi + "algorithm = " + a.dump() + " (see docs/tune-file.md)"};
+        if (list[i].contains("below_bytes")) r.below_bytes = bytes_of(list[i], "below_bytes", wi);
+        rules.push_back(r);
+      }
+      m.flat_algorithms[static_cast<size_t>(c)] = std::move(rules);
+    }
+  }
+  if (j.contains("flat_measured")) {
+    const json& fm = j.at("flat_measured");
+    if (!fm.is_object()) throw Bad{"flat_measured is not an object"};
+    for (auto& v : m.flat_measured) v.clear();  // measured points are the file's own, never the base's
+    for (const auto& [name, list] : fm.items()) {
+      const int c = coll_index(name);
+      if (c < 0) continue;
+      const std::string w = "flat_measured." + name;
+      if (!list.is_array()) throw Bad{w + " is not a list"};
+      std::vector<Point> pts;
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string wi = w + "[" + std::to_string(i) + "].";
+        Point p{number(list[i], "bytes", wi, 1), number(list[i], "ns", wi)};
+        if (!pts.empty() && p.bytes <= pts.back().bytes) throw Bad{wi + "bytes not ascending"};
+        pts.push_back(p);
+      }
+      m.flat_measured[static_cast<size_t>(c)] = std::move(pts);
+    }
+  } else {
+    for (auto& v : m.flat_measured) v.clear();
+  }
+  if (j.contains("planner")) {
+    const json& p = j.at("planner");
+    if (p.contains("margin")) m.margin = number(p, "margin", "planner.");
+    if (p.contains("step_overhead_ns")) m.step_overhead_ns = number(p, "step_overhead_ns", "planner.");
+  }
+  if (j.contains("pipeline")) {
+    const json& p = j.at("pipeline");
+    if (p.contains("overlap")) {
+      m.overlap = number(p, "overlap", "pipeline.");
+      if (m.overlap > 1) throw Bad{"pipeline.overlap above 1"};
+    }
+    if (p.contains("chunk_bytes")) {
+      const json& cb = p.at("chunk_bytes");
+      if (!cb.is_object()) throw Bad{"pipeline.chunk_bytes is not an object of lists"};
+      for (const auto& [name, c] : cb.items()) {
+        const int ci = coll_index(name);
+        if (ci < 0) continue;
+        if (!c.is_array()) throw Bad{"pipeline.chunk_bytes." + name + " is not a list"};
+        std::vector<int64_t>& v = m.chunk_bytes[static_cast<size_t>(ci)];
+        v.clear();
+        for (const json& x : c) {
+          if (!x.is_number_integer() || x.get<int64_t>() <= 0)
+            throw Bad{"pipeline.chunk_bytes." + name + ": " + x.dump() + " (sizes > 0)"};
+          v.push_back(x.get<int64_t>());
+        }
+      }
+    }
+  }
+  if (j.contains("steps")) {
+    const json& s = j.at("steps");
+    if (s.contains("direct_reduce_scatter_from")) m.direct_rs_from = bytes_of(s, "direct_reduce_scatter_from", "steps.");
+    if (s.contains("padded_allgatherv_from")) m.padded_agv_from = bytes_of(s, "padded_allgatherv_from", "steps.");
+  }
+  if (j.contains("dtype")) {
+    check_dtype(j.at("dtype"), "dtype");
+    out.dtype_json = j.at("dtype").dump();
+  }
+}
+
+}  // namespace
+
+Family build_family() {
+#if defined(OMPI_MAJOR_VERSION)
+  return Family::OpenMPI;
+#elif defined(MPICH_VERSION)
+  return Family::Mpich;
+#else
+#error "libhier's model: neither Open MPI nor MPICH"
+#endif
+}
+
+const std::string& builtin_text(Family f) {
+  static const std::string ompi(kBuiltinOpenMPI), mpich(kBuiltinMPICH);
+  return f == Family::OpenMPI ? ompi : mpich;
+}
+
+const Model& builtin(Family f) {
+  static std::once_flag once;
+  static Model models[2];
+  std::call_once(once, [] {
+    for (Family fam : {Family::OpenMPI, Family::Mpich}) {
+      TuneFile t;
+      std::string err;
+      // The built-in files are part of the source tree; the unit tests parse them.
+      if (!parse(builtin_text(fam), fam, JobShape{}, Model{}, t, err)) std::abort();
+      t.model.source = "built-in";
+      models[static_cast<int>(fam)] = t.model;
+    }
+  });
+  return models[static_cast<int>(f)];
+}
+
+bool parse(const std::string& text, Family family, const JobShape& job, const Model& base, TuneFile& out,
+           std::string& err) {
+  out = TuneFile{};
+  out.model = base;
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    err = "not a JSON object";
+    return false;
+  }
+  const json fmt = j.contains("format") ? j.at("format") : json();
+  try {
+    if (fmt == "libhier-tune/1") {
+      // The datatype model of earlier versions: the collectives keep the built-in model.
+      if (j.contains("p2p")) {
+        check_dtype(j.at("p2p"), "p2p");
+        out.dtype_json = j.at("p2p").dump();
+      } else {
+        json d = j;
+        d.erase("format");
+        d.erase("mpi_library");
+        d.erase("host");
+        check_dtype(d, "p2p");
+        out.dtype_json = d.dump();
+      }
+      out.version = 1;
+      return true;
+    }
+    if (fmt != "libhier-tune/2") {
+      err = "format is " + (fmt.is_null() ? std::string("missing") : fmt.dump()) + ", not \"libhier-tune/2\"";
+      return false;
+    }
+    read_v2(j, family, job, out);
+    out.version = 2;
+  } catch (const Bad& b) {
+    err = b.what;
+    return false;
+  } catch (const json::exception& e) {
+    err = e.what();
+    return false;
+  }
+  return true;
+}
+
+TuneFile load(const std::string& path, Family family, const JobShape& job) {
+  TuneFile t;
+  t.model = builtin(family);
+  if (path.empty()) return t;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string err;
+  TuneFile f;
+  if (!in) err = "cannot read the file";
+  if (err.empty() && parse(ss.str(), family, job, t.model, f, err)) {
+    f.source = path;
+    if (f.version == 2) f.model.source = path;
+    return f;
+  }
+  t.warning = "HIER_TUNE_FILE=" + path + ": " + err + "; using the built-in model";
+  return t;
+}
+
+JobShape job_from_env() {
+  auto num = [](const char* a, const char* b) {
+    const char* v = std::getenv(a);
+    if (!v) v = std::getenv(b);
+    return v ? std::atoi(v) : 0;
+  };
+  const int size = num("OMPI_COMM_WORLD_SIZE", "PMI_SIZE");
+  const int local = num("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS");
+  if (size <= 0 || local <= 0 || size % local) return {};
+  return {size / local, local};
+}
+
+const TuneFile& process() {
+  static std::once_flag once;
+  static TuneFile t;
+  std::call_once(once, [] {
+    t = load(config::get().tune_file, build_family(), job_from_env());
+    if (!t.warning.empty()) HIER_WARN("model", "%s", t.warning.c_str());
+    else if (t.version == 2) HIER_INFO("model", "machine model from HIER_TUNE_FILE=%s", t.source.c_str());
+    else if (t.version == 1)
+      HIER_INFO("model", "HIER_TUNE_FILE=%s is libhier-tune/1: datatype model only; collectives use the built-in model",
+                t.source.c_str());
+  });
+  return t;
+}
+
+}  // namespace hier::model

@@ -1,0 +1,51 @@
+// Reading a tune file (format libhier-tune/2, docs/tune-file.md) into a Model, and the process's
+// model: HIER_TUNE_FILE when it is valid for this build and job, else the built-in model file of
+// the MPI family (src/model/builtin-<family>.json, embedded at build time) after ONE warning line.
+// The same file feeds the datatype engine: its "dtype" object is handed over as JSON text
+// (dtype/tune.cpp reads it).
+#pragma once
+
+#include <string>
+
+#include "model/model.hpp"
+
+namespace hier::model {
+
+// The job's shape as the launcher states it (0: unknown, then not checked).
+struct JobShape {
+  int nodes = 0, ranks_per_node = 0;
+};
+
+struct TuneFile {
+  Model model;
+  std::string dtype_json;  // the datatype engine's object ("dtype", or libhier-tune/1's "p2p"); empty: none
+  std::string source = "built-in";
+  std::string warning;     // the one line printed when HIER_TUNE_FILE was rejected; empty otherwise
+  int version = 0;         // of the file read (1 or 2); 0: built-in
+};
+
+// The family this library was built for (from mpi.h).
+Family build_family();
+// The embedded built-in file and the model it gives (parsed once, cached).
+const std::string& builtin_text(Family f);
+const Model& builtin(Family f);
+
+// Parses `text` for a build of `family` and a job of shape `job`. Sections a libhier-tune/2
+// file leaves out come from `base` (the built-in model). False with a one-line `err` (no prefix)
+// on any problem: the caller then uses `base`.
+bool parse(const std::string& text, Family family, const JobShape& job, const Model& base, TuneFile& out,
+           std::string& err);
+
+// HIER_TUNE_FILE=`path` (empty: none): the parsed file, or the built-in with `warning` set.
+// No output; no MPI.
+TuneFile load(const std::string& path, Family family, const JobShape& job);
+
+// The launcher's statement of the job's shape (OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_LOCAL_SIZE,
+// PMI_SIZE / MPI_LOCALNRANKS); {0, 0} when it says nothing or the sizes do not divide.
+JobShape job_from_env();
+
+// The process's tune file (read once: config HIER_TUNE_FILE, build_family(), job_from_env());
+// the first call prints the warning, if any.
+const TuneFile& process();
+
+}  // namespace hier::model

@@ -1,0 +1,59 @@
+#include "model/model.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace hier::model {
+
+namespace {
+constexpr std::array<const char*, static_cast<size_t>(Algo::Count)> kAlgoNames = {
+    "ring", "recursive_doubling", "rabenseifner", "recursive_halving", "binomial", "scatter_allgather",
+    "bruck", "pairwise", "dissemination", "linear"};
+}  // namespace
+
+const char* to_string(Family f) { return f == Family::OpenMPI ? "openmpi" : "mpich"; }
+
+const char* to_string(Algo a) {
+  return a < Algo::Count ? kAlgoNames[static_cast<size_t>(a)] : "?";
+}
+
+bool algo_from_string(const std::string& s, Algo& a) {
+  for (size_t i = 0; i < kAlgoNames.size(); ++i)
+    if (s == kAlgoNames[i]) {
+      a = static_cast<Algo>(i);
+      return true;
+    }
+  return false;
+}
+
+double LevelParams::per_flow_ns_per_byte(int flows) const {
+  if (concurrent.empty()) return ns_per_byte;
+  flows = std::max(flows, 1);
+  FlowPoint prev{1, ns_per_byte};  // one flow alone, unless the first point says otherwise
+  for (const FlowPoint& p : concurrent) {
+    if (flows <= p.flows) {
+      if (p.flows <= prev.flows) return p.ns_per_byte;
+      const double t = static_cast<double>(flows - prev.flows) / (p.flows - prev.flows);
+      return prev.ns_per_byte + t * (p.ns_per_byte - prev.ns_per_byte);
+    }
+    prev = p;
+  }
+  // Above the last point: the level is saturated, its aggregate rate shared by every flow.
+  const FlowPoint& last = concurrent.back();
+  return last.ns_per_byte * static_cast<double>(flows) / last.flows;
+}
+
+Algo Model::flat_algorithm(config::Coll coll, int64_t bytes) const {
+  for (const AlgoRule& r : flat_algorithms[static_cast<size_t>(coll)])
+    if (bytes < r.below_bytes) return r.algo;
+  using config::Coll;
+  switch (coll) {
+    case Coll::Bcast:
+    case Coll::Reduce: return Algo::Binomial;
+    case Coll::Barrier: return Algo::Dissemination;
+    case Coll::Alltoall: return Algo::Pairwise;
+    default: return Algo::Ring;
+  }
+}
+
+}  // namespace hier::model

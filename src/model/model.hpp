@@ -1,0 +1,78 @@
+// The machine model behind the collectives planner: per level kind (inside a node, across
+// nodes) a latency, a time per byte of one flow and how that time grows when k flows cross the
+// level at once; the per-byte time of local reductions and copies; which algorithm the MPI uses
+// for each collective by size; optionally measured times of the MPI's own collectives. Pure
+// data, read from a libhier-tune/2 file (docs/tune-file.md, model/load.hpp): the built-in files
+// src/model/builtin-<family>.json, or HIER_TUNE_FILE.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace hier::model {
+
+enum class Family : uint8_t { OpenMPI, Mpich };
+const char* to_string(Family f);  // "openmpi", "mpich"
+
+// Where the members of a level communicator meet: in one node's memory, or across nodes.
+enum class LevelKind : uint8_t { Intra, Inter };
+
+struct FlowPoint {
+  int flows = 1;
+  double ns_per_byte = 0;  // of EACH flow when `flows` flows cross the level at once
+};
+
+struct LevelParams {
+  double latency_ns = 0;
+  double ns_per_byte = 0;            // one flow alone
+  std::vector<FlowPoint> concurrent;  // ascending flows; empty: every flow at ns_per_byte
+  // Per-flow ns per byte with `flows` flows at once: linear between points; above the last, the
+  // level is saturated (the last point's aggregate rate shared by all flows).
+  double per_flow_ns_per_byte(int flows) const;
+};
+
+// The MPI's algorithms (docs/tune-file.md, "Flat algorithms").
+enum class Algo : uint8_t {
+  Ring, RecursiveDoubling, Rabenseifner, RecursiveHalving, Binomial, ScatterAllgather, Bruck,
+  Pairwise, Dissemination, Linear, Count
+};
+const char* to_string(Algo a);
+bool algo_from_string(const std::string& s, Algo& a);
+
+struct AlgoRule {
+  int64_t below_bytes = std::numeric_limits<int64_t>::max();  // max: the default entry
+  Algo algo = Algo::Ring;
+};
+
+struct Point {
+  double bytes = 0, ns = 0;
+};
+
+constexpr size_t kColls = static_cast<size_t>(config::Coll::Count);
+
+struct Model {
+  std::string source = "built-in";  // the file it came from
+  Family family = Family::OpenMPI;
+  int nodes = 0, ranks_per_node = 0;  // the shape it was measured on (flat_measured applies there)
+  LevelParams intra, inter;
+  double reduce_ns_per_byte = 0, copy_ns_per_byte = 0;
+  std::array<std::vector<AlgoRule>, kColls> flat_algorithms;  // empty: the fallback per collective
+  std::array<std::vector<Point>, kColls> flat_measured;       // ascending bytes
+  double margin = 0.05;          // hier must be predicted this fraction faster than flat
+  double step_overhead_ns = 0;   // libhier's cost per schedule step
+  double overlap = 1.0;          // 0..1: steps of different levels in one wave
+  std::array<std::vector<int64_t>, kColls> chunk_bytes;  // pipeline chunk sizes the planner tries (allreduce, bcast)
+  int64_t direct_rs_from = std::numeric_limits<int64_t>::max();
+  int64_t padded_agv_from = std::numeric_limits<int64_t>::max();
+
+  const LevelParams& level(LevelKind k) const { return k == LevelKind::Intra ? intra : inter; }
+  // The MPI's algorithm for `coll` at `bytes` (bytes as the planner counts them).
+  Algo flat_algorithm(config::Coll coll, int64_t bytes) const;
+};
+
+}  // namespace hier::model

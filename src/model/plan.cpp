@@ -1,0 +1,175 @@
+#include "model/plan.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "model/cost.hpp"
+#include "model/shapes.hpp"
+#include "sched/pipeline.hpp"
+
+namespace hier::model {
+namespace {
+
+using config::Coll;
+using sched::Algorithm;
+
+std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
+  switch (c) {
+    case Coll::Allreduce:
+      if (s.cartesian) return {Algorithm::RsArAg, Algorithm::TreeAllreduce};
+      return {Algorithm::TreeAllreduce};
+    case Coll::ReduceScatterBlock:
+    case Coll::ReduceScatter:
+      if (s.cartesian) return {Algorithm::RsLevels};
+      return {};
+    case Coll::Allgather:
+    case Coll::Allgatherv:
+      if (s.cartesian) return {Algorithm::AgLevels};
+      return {};
+    case Coll::Bcast:
+      if (s.cartesian) return {Algorithm::ScatterAllgather, Algorithm::TwoStep};
+      return {Algorithm::Tree};
+    case Coll::Reduce:
+      if (s.cartesian) return {Algorithm::RsReduceGather, Algorithm::TwoStep};
+      return {Algorithm::Tree};
+    case Coll::Barrier: return {Algorithm::Tree};
+    case Coll::Alltoall:
+      if (s.cartesian) return {Algorithm::TwoPhase};
+      return {};
+    case Coll::Count: break;
+  }
+  return {};
+}
+
+bool pipelined(Coll c) { return c == Coll::Allreduce || c == Coll::Bcast; }
+
+// The schedule of `rank` for the call in `chunks` chunks (bcast and reduce rooted at rank 0).
+sched::Schedule build_for(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
+  const int64_t es = std::max<int64_t>(call.elem_size, 1);
+  const int64_t units = call.bytes / es;
+  switch (call.coll) {
+    case Coll::Allreduce:
+      return sched::pipeline(units, chunks, [&](int64_t n) { return sched::build_allreduce(s, rank, n, false, a, false); });
+    case Coll::ReduceScatterBlock:
+    case Coll::ReduceScatter: return sched::build_reduce_scatter(s, rank, sched::split_even(units, s.size).counts, false);
+    case Coll::Allgather:
+    case Coll::Allgatherv:
+      return sched::build_allgather(s, rank, std::vector<int64_t>(static_cast<size_t>(s.size), call.bytes / s.size));
+    case Coll::Bcast:
+      return sched::pipeline(call.bytes, chunks, [&](int64_t n) { return sched::build_bcast(s, rank, n, 0, a); });
+    case Coll::Reduce: return sched::build_reduce(s, rank, units, 0, false, a);
+    case Coll::Barrier: return sched::build_barrier(s, rank);
+    case Coll::Alltoall: return sched::build_alltoall(s, rank, call.bytes / s.size);
+    case Coll::Count: break;
+  }
+  return {};
+}
+
+std::vector<int> chunk_options(const Call& call, const Model& m, const config::Config& cfg) {
+  if (!pipelined(call.coll)) return {1};
+  const int64_t units = call.bytes / std::max<int64_t>(call.elem_size, 1);
+  if (cfg.chunk_bytes >= 0) return {sched::chunk_count(units, call.bytes, cfg.chunk_bytes)};
+  std::vector<int> out{1};
+  for (int64_t c : m.chunk_bytes[static_cast<size_t>(call.coll)]) {
+    const int n = sched::chunk_count(units, call.bytes, c);
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks) {
+  std::vector<sched::Schedule> node;
+  node.push_back(build_for(call, s, 0, a, chunks));
+  for (int r = 1; r < s.size; ++r)
+    if (s.node_of[r] == s.node_of[0]) node.push_back(build_for(call, s, r, a, chunks));
+  const int64_t ub = node[0].unit == sched::Unit::Bytes ? 1 : std::max<int64_t>(call.elem_size, 1);
+  return cost(node, 0, s, m, ub);
+}
+
+std::string describe(const Plan& p) {
+  char buf[256];
+  if (p.algo == Algorithm::Flat) {
+    if (p.flat_ns > 0)
+      std::snprintf(buf, sizeof buf, "flat: predicted %.3f ms vs hier %.3f ms (%s)", p.flat_ns / 1e6, p.hier_ns / 1e6, p.why);
+    else
+      std::snprintf(buf, sizeof buf, "flat (%s)", p.why);
+  } else {
+    std::snprintf(buf, sizeof buf, "hier %s, %d chunk%s: predicted %.3f ms vs flat %.3f ms (%s)", sched::to_string(p.algo),
+                  p.chunks, p.chunks == 1 ? "" : "s", p.hier_ns / 1e6, p.flat_ns / 1e6, p.why);
+  }
+  return buf;
+}
+
+Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg) {
+  Plan p;
+  p.direct_rs_from = m.direct_rs_from;
+  p.padded_agv_from = m.padded_agv_from;
+  const config::Algo forced = cfg.algo_for(call.coll);
+  if (forced == config::Algo::Flat) return p.why = "HIER_ALGO=flat", p;
+  if (!s.hierarchical()) return p.why = "no hierarchy on this communicator", p;
+  // Level collectives take int counts; the largest piece is at most the whole message.
+  if (call.bytes > std::numeric_limits<int>::max()) return p.why = "message above 2 GiB", p;
+  const std::vector<Algorithm> cands = candidates(call.coll, s);
+  if (cands.empty()) return p.why = "shape not cartesian (uneven ranks per level)", p;
+  // Measured (bench/RESULTS.md): with every rank on one machine the extra steps cost more than
+  // the levels save; the hierarchy pays where its outer level crosses a network.
+  if (s.one_machine && forced != config::Algo::Hier) return p.why = "all ranks share memory (levels are node:N fakes)", p;
+  double best = -1;
+  Algorithm best_a = cands[0];
+  int best_c = 1;
+  for (Algorithm a : cands)
+    for (int c : chunk_options(call, m, cfg)) {
+      const double t = hier_cost(call, s, m, a, c);
+      if (best < 0 || t < best) best = t, best_a = a, best_c = c;
+    }
+  p.hier_ns = best;
+  p.flat_ns = flat_cost(call.coll, call.bytes, s, m);
+  if (forced == config::Algo::Hier) {
+    p.algo = best_a, p.chunks = best_c, p.why = "HIER_ALGO=hier";
+    return p;
+  }
+  if (best < p.flat_ns * (1.0 - m.margin)) {
+    p.algo = best_a, p.chunks = best_c, p.why = "cheaper by the model";
+  } else {
+    p.why = "flat cheaper by the model";
+  }
+  return p;
+}
+
+std::array<int64_t, kColls> hier_from(const Model& m) {
+  std::array<int64_t, kColls> from;
+  from.fill(std::numeric_limits<int64_t>::max());
+  std::vector<topo::Shape> probes;
+  if (m.nodes > 1 && m.ranks_per_node > 1) probes.push_back(two_level(m.nodes, m.ranks_per_node));
+  for (auto [n, r] : {std::pair{2, 2}, {2, 4}, {4, 2}, {4, 4}})
+    if (n != m.nodes || r != m.ranks_per_node) probes.push_back(two_level(n, r));
+  const config::Config cfg;  // auto everywhere, model's chunks
+  for (size_t c = 0; c < kColls; ++c) {
+    const Coll coll = static_cast<Coll>(c);
+    for (int64_t b = coll == Coll::Barrier ? 0 : 64; b <= (int64_t{1} << 28); b = b ? b * 2 : 1 << 30) {
+      bool hier = false;
+      for (const topo::Shape& s : probes)
+        if (plan({coll, b, coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter ||
+                               coll == Coll::ReduceScatterBlock ? 4 : 1},
+                 s, m, cfg).algo != Algorithm::Flat)
+          hier = true;
+      if (hier) {
+        from[c] = b / 2;
+        break;
+      }
+    }
+  }
+  return from;
+}
+
+bool worth_building(const Call& call, const std::array<int64_t, kColls>& from, const config::Config& cfg) {
+  const config::Algo forced = cfg.algo_for(call.coll);
+  if (forced == config::Algo::Flat) return false;
+  if (forced == config::Algo::Hier) return true;
+  return call.bytes >= from[static_cast<size_t>(call.coll)];
+}
+
+}  // namespace hier::model

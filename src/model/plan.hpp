@@ -1,0 +1,61 @@
+// The collectives planner: ONE pure function. From the call, the level shape, the machine model
+// and the configuration it decides flat or hierarchical, which algorithm, how many pipeline
+// chunks and how the level steps run, by costing libhier's candidate schedules (the very
+// builders the executor runs) against the MPI's own algorithm (model/cost.hpp). No global state
+// is read: every input is identical on every rank of the communicator (the sizes of the whole
+// call, the shape computed from one allgathered table, the process's model read from the same
+// file, the configuration from the same environment), so every rank decides alike: a rank going
+// hier while another goes flat would deadlock.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "config/config.hpp"
+#include "model/model.hpp"
+#include "sched/build.hpp"
+#include "topo/shape.hpp"
+
+namespace hier::model {
+
+struct Call {
+  config::Coll coll = config::Coll::Allreduce;
+  int64_t bytes = 0;      // allreduce/reduce/bcast: the vector; reduce_scatter/allgather(v): the whole
+                          // vector; alltoall: what one rank sends; barrier: 0
+  int64_t elem_size = 1;  // bytes per unit of the schedule (the datatype's size; 1 for byte schedules)
+};
+
+struct Plan {
+  sched::Algorithm algo = sched::Algorithm::Flat;
+  int chunks = 1;  // pipeline chunks (allreduce, bcast); 1: not pipelined
+  // How level steps run (exec/direct.hpp): reduce-scatter steps of at least this many input
+  // bytes by direct exchange; allgatherv steps of at least this many bytes as a padded allgather.
+  int64_t direct_rs_from = std::numeric_limits<int64_t>::max();
+  int64_t padded_agv_from = std::numeric_limits<int64_t>::max();
+  double hier_ns = 0, flat_ns = 0;  // predicted (0: not costed)
+  const char* why = "";
+};
+
+// E.g. "hier rs-ar-ag, 4 chunks: predicted 1.20 ms vs flat 2.31 ms (cheaper by the model)".
+std::string describe(const Plan& p);
+
+// `cfg`: HIER_ALGO for this collective and HIER_CHUNK (its chunk_bytes: -1 = the model's candidates).
+Plan plan(const Call& call, const topo::Shape& shape, const Model& m, const config::Config& cfg);
+
+// The predicted time of the hierarchical algorithm `a` in `chunks` chunks (the schedules of the
+// first node's ranks, costed for its first rank). Exposed for tests and hier-sim.
+double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sched::Algorithm a, int chunks);
+
+// The smallest bytes from which plan() goes hierarchical for `coll` on any of a few probe
+// shapes (the model's own, 2x2, 2x4, 4x2, 4x4, 8x8), halved: the cheap pre-check of calls made
+// before a communicator's levels exist (0: from any size; max: never). Pure; computed once per
+// model by callers that need it (gate()).
+std::array<int64_t, kColls> hier_from(const Model& m);
+
+// Cheap pre-check, before any level communicator exists: false when the call goes flat whatever
+// the shape (HIER_ALGO=flat, or below hier_from). `from`: hier_from(model).
+bool worth_building(const Call& call, const std::array<int64_t, kColls>& from, const config::Config& cfg);
+
+}  // namespace hier::model
