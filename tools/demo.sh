@@ -10,18 +10,20 @@
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
 #   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
+#                 [--launcher mpiexec|srun]   (srun: Slurm on the emulated cluster, docs/slurm.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
+mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 launcher=mpiexec
 while (($#)); do
   case $1 in
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
-    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;;
-    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps)" >&2; exit 2;;
+    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;; --launcher) launcher=$2; shift 2;;
+    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps, --launcher)" >&2; exit 2;;
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
+[[ $launcher == mpiexec || $launcher == srun ]] || { echo "demo.sh: --launcher must be mpiexec or srun" >&2; exit 2; }
 
 if [[ ! -f build/$mpi/libhier.so || ! -x build/$mpi/examples/train_mlp ]]; then
   echo "== building libhier for $mpi (installing missing packages first)"
@@ -41,19 +43,20 @@ if [[ $(id -u) -eq 0 ]] && ip netns list >/dev/null 2>&1; then cluster=1; fi
 
 declare -A step_ms loss sent
 if ((cluster)); then
-  echo "== emulated cluster: 2 nodes x 4 ranks, 1 Gbit/s links ($mpi)"
+  echo "== emulated cluster: 2 nodes x 4 ranks, 1 Gbit/s links ($mpi, launcher $launcher)"
+  slurm=(); [[ $launcher == srun ]] && slurm=(--slurm)
   trap 'tools/minicluster --name demo down >/dev/null 2>&1 || true' EXIT INT TERM
   tools/minicluster --name demo down >/dev/null 2>&1 || true
-  tools/minicluster --name demo up --nodes 2 --ppn 4 --link 1gbit >/dev/null
+  tools/minicluster --name demo up --nodes 2 --ppn 4 --link 1gbit "${slurm[@]}" >/dev/null
   run() {  # variant -> prints the program's final line
     local pre=() out
     [[ $1 == libhier ]] && pre=(--preload "$lib")
     # MPICH 4.0.2 over UCX/TCP can hang in MPI_Finalize after the work is done (openucx/ucx#8738,
     # docs/minicluster.md): a run that printed its final line and then hangs still counts.
-    out=$(tools/minicluster --name demo run --mpi "$mpi" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
+    out=$(tools/minicluster --name demo run --mpi "$mpi" --launcher "$launcher" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
     grep final_loss <<<"$out" | tail -1
   }
-  tools/minicluster --name demo run --mpi "$mpi" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
+  tools/minicluster --name demo run --mpi "$mpi" --launcher "$launcher" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
 else
   echo "== not root: one machine, nodes faked with HIER_LEVELS=node:4 (8 ranks; no real links)"
   export HIER_LEVELS=node:4
