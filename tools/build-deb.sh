@@ -8,10 +8,9 @@
 # builds); a tree that is not configured yet is configured with its preset, and only what the
 # package holds is built (libhier, hier-info, hier-tune), not the tests. The .deb is written to
 # --out (default build/deb/) and its path printed last. Check it with tools/check-deb.sh.
-# Needs cmake, ninja, dpkg-dev (dpkg-shlibdeps) and fakeroot is not needed (CPack sets owners).
+# Needs cmake, ninja and dpkg-dev (dpkg-shlibdeps); no fakeroot (CPack sets the owners itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
 bo=build/openmpi bm=build/mpich out=build/deb
 while (($#)); do
   case $1 in
@@ -42,8 +41,9 @@ build "$bm" mpich
 version=$(sed -n 's/^project(libhier VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-# CPack runs each tree's install script, which rewrites the tree's install_manifest.txt (the
-# list its uninstall target removes): keep a user's manifest.
+# Stage both builds into one tree with their install rules. cmake --install rewrites each
+# tree's install_manifest.txt (the list its uninstall target removes): keep a user's manifest.
+stage=$(mktemp -d /tmp/hier-deb-stage.XXXXXX)
 saved=()
 for d in "$bo" "$bm"; do
   if [[ -f $d/install_manifest.txt ]]; then cp "$d/install_manifest.txt" "$d/install_manifest.txt.build-deb"; saved+=("$d"); fi
@@ -51,11 +51,14 @@ done
 restore() {
   for d in "$bo" "$bm"; do rm -f "$d/install_manifest.txt"; done
   for d in "${saved[@]}"; do mv "$d/install_manifest.txt.build-deb" "$d/install_manifest.txt"; done
+  rm -rf "$stage"
 }
 trap restore EXIT
-echo "== cpack -G DEB"
-cpack --config packaging/CPackConfig.cmake -B "$out" \
-  -D HIER_BUILD_OPENMPI="$root/$bo" -D HIER_BUILD_MPICH="$root/$bm" -D HIER_VERSION="$version" >"$out/cpack.log" 2>&1 \
+for d in "$bo" "$bm"; do
+  cmake --install "$d" --prefix "$stage/usr" >/dev/null || { echo "build-deb.sh: cmake --install $d failed" >&2; exit 1; }
+done
+echo "== cpack -G DEB ($(find "$stage" -type f | wc -l) files)"
+HIER_STAGE=$stage HIER_VERSION=$version cpack --config packaging/CPackConfig.cmake -B "$out" >"$out/cpack.log" 2>&1 \
   || { cat "$out/cpack.log"; echo "build-deb.sh: cpack failed" >&2; exit 1; }
 rm -rf "$out/_CPack_Packages"
 deb=$(ls -t "$out"/libhier_"$version"_*.deb | head -1)

@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 launcher=mpiexec
+mcname=${MINICLUSTER_NAME:-demo}   # the emulated cluster's name (keep clusters of several users apart)
 while (($#)); do
   case $1 in
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
@@ -45,18 +46,18 @@ declare -A step_ms loss sent
 if ((cluster)); then
   echo "== emulated cluster: 2 nodes x 4 ranks, 1 Gbit/s links ($mpi, launcher $launcher)"
   slurm=(); [[ $launcher == srun ]] && slurm=(--slurm)
-  trap 'tools/minicluster --name demo down >/dev/null 2>&1 || true' EXIT INT TERM
-  tools/minicluster --name demo down >/dev/null 2>&1 || true
-  tools/minicluster --name demo up --nodes 2 --ppn 4 --link 1gbit "${slurm[@]}" >/dev/null
+  trap 'tools/minicluster --name "$mcname" down >/dev/null 2>&1 || true' EXIT INT TERM
+  tools/minicluster --name "$mcname" down >/dev/null 2>&1 || true
+  tools/minicluster --name "$mcname" up --nodes 2 --ppn 4 --link 1gbit "${slurm[@]}" >/dev/null
   run() {  # variant -> prints the program's final line
     local pre=() out
     [[ $1 == libhier ]] && pre=(--preload "$lib")
     # MPICH 4.0.2 over UCX/TCP can hang in MPI_Finalize after the work is done (openucx/ucx#8738,
     # docs/minicluster.md): a run that printed its final line and then hangs still counts.
-    out=$(tools/minicluster --name demo run --mpi "$mpi" --launcher "$launcher" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
+    out=$(tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
     grep final_loss <<<"$out" | tail -1
   }
-  tools/minicluster --name demo run --mpi "$mpi" --launcher "$launcher" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
+  tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
 else
   echo "== not root: one machine, nodes faked with HIER_LEVELS=node:4 (8 ranks; no real links)"
   export HIER_LEVELS=node:4
@@ -73,7 +74,7 @@ for variant in mpi libhier; do step_ms[$variant]=""; sent[$variant]=""; done
 dropped_total=0
 # Link counters of the demo cluster: total bytes sent and packets dropped, as "bytes drops".
 counters() {
-  tools/minicluster --name demo links --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'
+  tools/minicluster --name "$mcname" links --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'
 }
 for rep in $(seq 1 "$reps"); do
   for variant in mpi libhier; do  # alternate: the machine's load changes over time
