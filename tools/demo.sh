@@ -55,7 +55,7 @@ if ((cluster)); then
     # MPICH 4.0.2 over UCX/TCP can hang in MPI_Finalize after the work is done (openucx/ucx#8738,
     # docs/minicluster.md): a run that printed its final line and then hangs still counts.
     out=$(tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
-    grep final_loss <<<"$out" | tail -1
+    grep final_loss <<<"$out" | tail -1 || true  # no line: the caller reports the failed run
   }
   tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
 else
@@ -66,7 +66,7 @@ else
     if [[ $mpi == openmpi ]]; then flag=(--oversubscribe -x "LD_PRELOAD=$([[ $1 == libhier ]] && echo "$lib")");
     else flag=(-genv LD_PRELOAD "$([[ $1 == libhier ]] && echo "$lib")"); fi
     out=$(timeout 300 "mpiexec.$mpi" "${flag[@]}" -n 8 "$prog" "${args[@]}" 2>/dev/null || true)
-    grep final_loss <<<"$out" | tail -1
+    grep final_loss <<<"$out" | tail -1 || true  # no line: the caller reports the failed run
   }
 fi
 
