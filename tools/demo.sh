@@ -10,17 +10,19 @@
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
 #   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
-#                 [--launcher mpiexec|srun]   (srun: Slurm on the emulated cluster, docs/slurm.md)
+#   --launcher mpiexec|srun: srun runs the ranks under Slurm on the emulated cluster (docs/slurm.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 launcher=mpiexec
+mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
+launcher=mpiexec
 mcname=${MINICLUSTER_NAME:-demo}   # the emulated cluster's name (keep clusters of several users apart)
 while (($#)); do
   case $1 in
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
-    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;; --launcher) launcher=$2; shift 2;;
-    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps, --launcher)" >&2; exit 2;;
+    --launcher) launcher=$2; shift 2;;
+    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;;
+    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps)" >&2; exit 2;;
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
