@@ -7,16 +7,14 @@
 # libhier preloaded, and prints time per step, the speedup, the bytes that crossed the links and
 # both final losses (equal: train_mlp's exact-sum mode makes them independent of reduction
 # order). The cluster is torn down at the end, also on failure.
+# --launcher mpiexec|srun: srun runs the ranks under Slurm on the emulated cluster (docs/slurm.md).
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
 #   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
-#   --launcher mpiexec|srun: srun runs the ranks under Slurm on the emulated cluster (docs/slurm.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
-launcher=mpiexec
-mcname=${MINICLUSTER_NAME:-demo}   # the emulated cluster's name (keep clusters of several users apart)
 while (($#)); do
   case $1 in
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
@@ -26,6 +24,8 @@ while (($#)); do
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
+launcher=${launcher:-mpiexec}
+mcname=${MINICLUSTER_NAME:-demo}   # the emulated cluster's name (keep clusters of several users apart)
 [[ $launcher == mpiexec || $launcher == srun ]] || { echo "demo.sh: --launcher must be mpiexec or srun" >&2; exit 2; }
 
 if [[ ! -f build/$mpi/libhier.so || ! -x build/$mpi/examples/train_mlp ]]; then
