@@ -17,8 +17,8 @@ root=$PWD
 mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
 while (($#)); do
   case $1 in
-    --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
     --launcher) launcher=$2; shift 2;;
+    --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
     --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;;
     *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps)" >&2; exit 2;;
   esac
