@@ -7,6 +7,7 @@
 # libhier preloaded, and prints time per step, the speedup, the bytes that crossed the links and
 # both final losses (equal: train_mlp's exact-sum mode makes them independent of reduction
 # order). The cluster is torn down at the end, also on failure.
+# --launcher mpiexec|srun: srun runs the ranks under Slurm on the emulated cluster (docs/slurm.md).
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
 #   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
@@ -16,12 +17,16 @@ root=$PWD
 mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
 while (($#)); do
   case $1 in
+    --launcher) launcher=$2; shift 2;;
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
     --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;;
     *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps)" >&2; exit 2;;
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
+launcher=${launcher:-mpiexec}
+mcname=${MINICLUSTER_NAME:-demo}   # the emulated cluster's name (keep clusters of several users apart)
+[[ $launcher == mpiexec || $launcher == srun ]] || { echo "demo.sh: --launcher must be mpiexec or srun" >&2; exit 2; }
 
 if [[ ! -f build/$mpi/libhier.so || ! -x build/$mpi/examples/train_mlp ]]; then
   echo "== building libhier for $mpi (installing missing packages first)"
@@ -41,19 +46,20 @@ if [[ $(id -u) -eq 0 ]] && ip netns list >/dev/null 2>&1; then cluster=1; fi
 
 declare -A step_ms loss sent
 if ((cluster)); then
-  echo "== emulated cluster: 2 nodes x 4 ranks, 1 Gbit/s links ($mpi)"
-  trap 'tools/minicluster --name demo down >/dev/null 2>&1 || true' EXIT INT TERM
-  tools/minicluster --name demo down >/dev/null 2>&1 || true
-  tools/minicluster --name demo up --nodes 2 --ppn 4 --link 1gbit >/dev/null
+  echo "== emulated cluster: 2 nodes x 4 ranks, 1 Gbit/s links ($mpi, launcher $launcher)"
+  slurm=(); [[ $launcher == srun ]] && slurm=(--slurm)
+  trap 'tools/minicluster --name "$mcname" down >/dev/null 2>&1 || true' EXIT INT TERM
+  tools/minicluster --name "$mcname" down >/dev/null 2>&1 || true
+  tools/minicluster --name "$mcname" up --nodes 2 --ppn 4 --link 1gbit "${slurm[@]}" >/dev/null
   run() {  # variant -> prints the program's final line
     local pre=() out
     [[ $1 == libhier ]] && pre=(--preload "$lib")
     # MPICH 4.0.2 over UCX/TCP can hang in MPI_Finalize after the work is done (openucx/ucx#8738,
     # docs/minicluster.md): a run that printed its final line and then hangs still counts.
-    out=$(tools/minicluster --name demo run --mpi "$mpi" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
-    grep final_loss <<<"$out" | tail -1
+    out=$(tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
+    grep final_loss <<<"$out" | tail -1 || true  # no line: the caller reports the failed run
   }
-  tools/minicluster --name demo run --mpi "$mpi" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
+  tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up
 else
   echo "== not root: one machine, nodes faked with HIER_LEVELS=node:4 (8 ranks; no real links)"
   export HIER_LEVELS=node:4
@@ -62,7 +68,7 @@ else
     if [[ $mpi == openmpi ]]; then flag=(--oversubscribe -x "LD_PRELOAD=$([[ $1 == libhier ]] && echo "$lib")");
     else flag=(-genv LD_PRELOAD "$([[ $1 == libhier ]] && echo "$lib")"); fi
     out=$(timeout 300 "mpiexec.$mpi" "${flag[@]}" -n 8 "$prog" "${args[@]}" 2>/dev/null || true)
-    grep final_loss <<<"$out" | tail -1
+    grep final_loss <<<"$out" | tail -1 || true  # no line: the caller reports the failed run
   }
 fi
 
@@ -70,7 +76,7 @@ for variant in mpi libhier; do step_ms[$variant]=""; sent[$variant]=""; done
 dropped_total=0
 # Link counters of the demo cluster: total bytes sent and packets dropped, as "bytes drops".
 counters() {
-  tools/minicluster --name demo links --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'
+  tools/minicluster --name "$mcname" links --json | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'
 }
 for rep in $(seq 1 "$reps"); do
   for variant in mpi libhier; do  # alternate: the machine's load changes over time

@@ -15,7 +15,7 @@ root=$PWD
 packages=(cmake ninja-build g++ gfortran python3 pkg-config
           openmpi-bin libopenmpi-dev mpich libmpich-dev python3-mpi4py
           libgtest-dev nlohmann-json3-dev libhwloc-dev libunwind-dev
-          iproute2 iperf3)
+          iproute2 iperf3 slurmctld slurmd slurm-client)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/cluster/smoke.sh LIBHIER MPI TRAIN_MLP
+# tests/cluster/smoke.sh LIBHIER MPI TRAIN_MLP [LAUNCHER]
 #
 # Smoke test on the emulated cluster (tools/minicluster): 2 nodes x 2 ranks joined by 1 Gbit/s
 # links. Runs examples/train_mlp in both modes (ddp: MPI_Allreduce; zero: MPI_Allgather +
@@ -9,13 +9,19 @@
 #     makes the reduced gradients independent of reduction order, so any difference is a wrong
 #     result, not rounding; ddp and zero do the same arithmetic),
 #   - each run moved at least its gradient volume per step across the links (tc counters), i.e.
-#     the traffic really crossed the emulated network.
+#     the traffic really crossed the emulated network,
+#   - with libhier: every rank wrote its report (HIER_REPORT reached every rank through the
+#     launcher), every rank's report shows the HIER_ALGO value the test set (another HIER_*
+#     variable that must propagate), and ranks of both nodes made hierarchical calls.
 #
 #   LIBHIER   path of libhier.so; empty or absent: no libhier yet, run without it only
 #   MPI       openmpi | mpich (the family LIBHIER and TRAIN_MLP were built for)
 #   TRAIN_MLP path of the train_mlp binary
+#   LAUNCHER  mpiexec (default: the MPI's own, through the ssh stand-in) or srun (Slurm started
+#             on the cluster by 'minicluster up --slurm': slurmctld + one slurmd per node)
 #
-# Exit: 0 pass, 1 fail, 77 skip (not root, or network namespaces unavailable), as ctest's
+# Exit: 0 pass, 1 fail, 77 skip (not root, network namespaces unavailable, or for srun: Debian's
+# slurmctld/slurmd/slurm-client not installed), as ctest's
 # SKIP_RETURN_CODE expects. The cluster is always torn down (trap), also on failure or signal.
 # The caller's HIER_* variables are cleared: the test checks libhier with its defaults.
 set -u
@@ -25,6 +31,7 @@ mc=$here/../../tools/minicluster
 lib=${1:-}
 mpi=${2:-}
 prog=${3:-}
+launcher=${4:-mpiexec}
 
 STEPS=6        # few steps: the point is correctness, not timing
 WIDTH=512      # 0.3 M parameters = 1.2 MiB of gradients: large enough for libhier's schedules
@@ -44,6 +51,13 @@ if ! ip netns add "$probe" >/dev/null 2>&1; then
 fi
 ip netns del "$probe"
 
+case "$launcher" in
+  mpiexec) ;;
+  srun) for t in slurmctld slurmd srun sinfo; do
+          command -v $t >/dev/null 2>&1 || skip "launcher srun: '$t' not installed (Debian: apt-get install slurmctld slurmd slurm-client)"
+        done ;;
+  *) fail "LAUNCHER must be mpiexec or srun, not '$launcher'" ;;
+esac
 [ -x "$mc" ] || fail "tools/minicluster not found at $mc"
 case "$mpi" in
   openmpi|mpich) ;;
@@ -68,7 +82,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 130' INT TERM HUP
 
-"$mc" up --nodes 2 --ppn 2 --link 1gbit || fail "minicluster up failed"
+up_args=(--nodes 2 --ppn 2 --link 1gbit)
+[ "$launcher" = srun ] && up_args+=(--slurm)
+t_up=$SECONDS
+"$mc" up "${up_args[@]}" || fail "minicluster up failed"
+echo "  cluster up in $((SECONDS - t_up)) s"
 
 sent_total() {
   "$mc" links --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["total_sent_bytes"])'
@@ -86,11 +104,16 @@ FINALIZE_GRACE=8
 job=
 run() {
   local label=$1 preload=$2 mode=$3 out=$work/${1//\//_}.out rc before after t0 t1 done_at= hung=
-  local args=(--mpi "$mpi" --timeout "$RUN_TIMEOUT")
-  [ -n "$preload" ] && args+=(--preload "$preload")
+  local args=(--mpi "$mpi" --launcher "$launcher" --timeout "$RUN_TIMEOUT") envs=()
+  local reports=$work/${1//\//_}.reports
+  if [ -n "$preload" ]; then
+    args+=(--preload "$preload")
+    mkdir -p "$reports"
+    envs=(HIER_REPORT="$reports/report.%r.json" HIER_ALGO=bcast=flat)
+  fi
   before=$(sent_total)
   t0=$(date +%s.%N)
-  "$mc" run "${args[@]}" -- "$prog" --mode "$mode" --steps "$STEPS" --width "$WIDTH" \
+  env "${envs[@]}" "$mc" run "${args[@]}" -- "$prog" --mode "$mode" --steps "$STEPS" --width "$WIDTH" \
     --batch "$BATCH" --print-every 0 >"$out" 2>&1 &
   job=$!
   while kill -0 "$job" 2>/dev/null; do
@@ -130,9 +153,35 @@ run() {
   awk -v l="$label" -v f="$loss" -v t0="$t0" -v t1="$t1" -v c="$crossed" \
     'BEGIN { printf "  %-24s final_loss=%s  %5.1f s  %6.1f MB crossed the links\n", l, f, t1 - t0, c / 1e6 }'
   [ "$crossed" -ge "$need" ] || fail "$label: only $crossed bytes crossed the links, expected >= $need"
+  [ -n "$preload" ] && check_reports "$label" "$reports"
+  return 0
 }
 
-echo "cluster.smoke: $mpi, 2 nodes x 2 ranks, 1gbit; train_mlp --steps $STEPS --width $WIDTH --batch $BATCH"
+# check_reports LABEL DIR: one report per rank (4), each with the HIER_ALGO the test set, and
+# hierarchical calls made on both nodes (the hostnames minicluster gives them).
+check_reports() {
+  /usr/bin/python3 - "$1" "$2" "$MINICLUSTER_NAME" <<'PY' || fail "$1: report check failed"
+import glob, json, sys
+label, d, cluster = sys.argv[1:]
+files = sorted(glob.glob(d + "/report.*.json"))
+if len(files) != 4:
+    sys.exit(f"FAIL: {label}: {len(files)} reports in {d}, expected 4 (HIER_REPORT did not reach every rank?)")
+hier_hosts = {}
+for f in files:
+    r = json.load(open(f))
+    if r["config"]["HIER_ALGO"].get("bcast") != "flat":
+        sys.exit(f"FAIL: {label}: rank {r['rank']} did not get HIER_ALGO=bcast=flat: {r['config']['HIER_ALGO']}")
+    n = sum(a.get("calls", 0) for fn in r["functions"].values()
+            for name, a in fn.get("algorithms", {}).items() if name.startswith("hier"))
+    hier_hosts[r["host"]] = hier_hosts.get(r["host"], 0) + n
+want = {f"{cluster}-n0", f"{cluster}-n1"}
+if set(hier_hosts) != want or not all(hier_hosts.values()):
+    sys.exit(f"FAIL: {label}: hierarchical calls per node {hier_hosts}, expected some on each of {sorted(want)}")
+print(f"    reports: 4 ranks, HIER_* propagated, hierarchical calls per node {hier_hosts}")
+PY
+}
+
+echo "cluster.smoke: $mpi, launcher $launcher, 2 nodes x 2 ranks, 1gbit; train_mlp --steps $STEPS --width $WIDTH --batch $BATCH"
 declare -A losses
 for mode in ddp zero; do
   run "$mode/without-libhier" "" "$mode"

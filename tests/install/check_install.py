@@ -10,6 +10,12 @@
                                                  reports show libhier was loaded
   check_install.py consumers COMMON --mpicc CC --consumer DIR -- LAUNCHER FLAGS...
                                                  pkg-config and find_package(hier) link libhier
+  check_install.py mpi4py    COMMON --mpicc CC [--real] -- LAUNCHER FLAGS...
+                                                 hier-run with a Python program: the MPI of the
+                                                 mpi4py module the interpreter would import (a
+                                                 fake module built with CC on PYTHONPATH; --real:
+                                                 Debian's python3-mpi4py, run for real under
+                                                 Open MPI, exit 77 when it is absent)
   check_install.py uninstall COMMON              the uninstall target removes every file
 COMMON: --build DIR --mpi openmpi|mpich --libdir LIBDIR --work DIR (a fresh prefix under it)
 
@@ -192,6 +198,77 @@ def cmd_consumers(a):
     print("consumers ok")
 
 
+SYS_PYTHON = "/usr/bin/python3"  # Debian's: the interpreter python3-mpi4py belongs to
+
+
+def cmd_mpi4py(a):
+    if a.real:
+        return mpi4py_real(a)
+    with Install(a) as inst:
+        lib = inst.path(f"{a.libdir}/hier/{a.mpi}/libhier.so")
+        # A module dir that looks like mpi4py to the import system: mpi4py/MPI<ext suffix>, an
+        # ELF linked against this build's MPI (what ldd looks at), and an __init__.py that fails
+        # loudly if hier-run ever imports the package's code beyond locating it.
+        py = sys.executable
+        suffix = run([py, "-c", "import importlib.machinery as m; print(m.EXTENSION_SUFFIXES[0])"]).stdout.strip()
+        mod = os.path.join(a.work, "pylib", "mpi4py")
+        os.makedirs(mod)
+        with open(os.path.join(mod, "__init__.py"), "w") as f:
+            f.write("")
+        src = os.path.join(a.work, "mpi_stub.c")
+        with open(src, "w") as f:
+            f.write("#include <mpi.h>\nint hier_test_stub(void) { int f = 0; MPI_Initialized(&f); return f; }\n")
+        run([a.mpicc, "-shared", "-fPIC", "-o", os.path.join(mod, "MPI" + suffix), src])
+        script = os.path.join(a.work, "train.py")
+        with open(script, "w") as f:
+            f.write(f"#!{py}\nfrom mpi4py import MPI\n")
+        os.chmod(script, 0o755)
+        env = clean_env(PYTHONPATH=os.path.join(a.work, "pylib"))
+        for cmd in (["srun", "-N", "2", py, script], ["srun", script], ["srun", "--", py, "-u", script]):
+            p = inst.hier_run("--dry-run", *cmd, env=env)
+            if f"LD_PRELOAD={lib}" not in p.stdout.splitlines():
+                fail(f"{cmd}: expected {lib} from the fake mpi4py:\n{p.stdout}")
+        # The same script without the module on the path (where the interpreter has no mpi4py
+        # of its own): refused, naming the way out.
+        if not _has_mpi4py(py):
+            expect_refusal(inst.hier_run("--dry-run", "srun", py, script, check=False),
+                           "python without mpi4py", ["has no mpi4py", "HIER_MPI"])
+    print("mpi4py (fake module) ok")
+
+
+def _has_mpi4py(py):
+    return run([py, "-c", "import importlib.util as u; print(bool(u.find_spec('mpi4py')))"]).stdout.strip() == "True"
+
+
+def mpi4py_real(a):
+    if not os.path.exists(SYS_PYTHON) or not _has_mpi4py(SYS_PYTHON):
+        print(f"SKIP: {SYS_PYTHON} has no mpi4py (Debian: apt-get install python3-mpi4py)")
+        sys.exit(77)
+    origin = run([SYS_PYTHON, "-c", "import importlib.util as u; print(u.find_spec('mpi4py.MPI').origin)"]).stdout.strip()
+    fam = "openmpi" if "libmpi.so.40" in run(["ldd", origin]).stdout else "mpich"
+    with Install(a) as inst:
+        script = os.path.join(a.work, "allreduce.py")
+        with open(script, "w") as f:
+            f.write("from mpi4py import MPI\nimport array\nc = MPI.COMM_WORLD\n"
+                    "s = array.array('i', [c.rank + 1] * 4096); r = array.array('i', [0] * 4096)\n"
+                    "c.Allreduce(s, r, op=MPI.SUM)\nn = c.size\n"
+                    "assert all(x == n * (n + 1) // 2 for x in r), 'wrong sum'\n"
+                    "print('rank', c.rank, 'ok', flush=True)\n")
+        if fam != a.mpi:
+            # Debian's mpi4py is for the other MPI: hier-run finds that MPI and says its libhier is missing.
+            expect_refusal(inst.hier_run("--dry-run", "srun", SYS_PYTHON, script, check=False),
+                           f"mpi4py of {fam}", ["not installed", fam])
+            print(f"mpi4py (Debian's, {fam}) ok: refused for this {a.mpi} install")
+            return
+        pattern = os.path.join(a.work, "report.%r.json")
+        p = inst.hier_run(*a.launcher, "-n", "2", SYS_PYTHON, script, env=clean_env(HIER_REPORT=pattern))
+        print(p.stdout[-1000:])
+        if p.stdout.count(" ok") != 2:
+            fail(f"expected two ranks ok:\n{p.stdout}\n{p.stderr}")
+        reports(pattern, 2, a.mpi)
+    print(f"mpi4py (Debian's, {fam}) ok")
+
+
 def files_under(d):
     return sorted(os.path.relpath(os.path.join(r, f), d) for r, _, fs in os.walk(d) for f in fs)
 
@@ -220,7 +297,7 @@ def cmd_uninstall(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["layout", "run", "consumers", "uninstall"])
+    ap.add_argument("mode", choices=["layout", "run", "consumers", "mpi4py", "uninstall"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--mpi", required=True, choices=["openmpi", "mpich"])
     ap.add_argument("--libdir", required=True)
@@ -228,6 +305,7 @@ def main():
     ap.add_argument("--app")
     ap.add_argument("--mpicc")
     ap.add_argument("--consumer")
+    ap.add_argument("--real", action="store_true")
     argv = sys.argv[1:]
     sep = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:sep])
