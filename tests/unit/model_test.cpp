@@ -330,9 +330,13 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
   // The pre-check: never below what any probe shape would take hierarchical.
   const auto from = model::hier_from(m);
   config::Config autocfg;
-  EXPECT_FALSE(model::worth_building({Coll::Barrier, 0, 1}, from, autocfg));
-  EXPECT_TRUE(model::worth_building({Coll::Allreduce, 16 * MiB, 4}, from, autocfg));
-  EXPECT_TRUE(model::worth_building({Coll::Barrier, 0, 1}, from, cfg));
+  EXPECT_FALSE(model::worth_building({Coll::Barrier, 0, 1}, from[static_cast<size_t>(Coll::Barrier)], autocfg));
+  EXPECT_TRUE(model::worth_building({Coll::Allreduce, 16 * MiB, 4}, from[0], autocfg));
+  EXPECT_FALSE(model::worth_building({Coll::Allreduce, from[0] - 1, 4}, from[0], autocfg));
+  EXPECT_TRUE(model::worth_building({Coll::Barrier, 0, 1}, from[static_cast<size_t>(Coll::Barrier)], cfg));
+  // Below the gate, no probe shape goes hierarchical.
+  for (auto [n, r] : {std::pair{2, 2}, {2, 4}, {4, 2}})
+    EXPECT_EQ(model::plan({Coll::Allreduce, from[0] - 4, 4}, model::two_level(n, r), m, autocfg).algo, Algorithm::Flat);
 }
 
 // The built-in model on the emulated cluster, 2 nodes x 4 ranks: H = hierarchical (digit: pipeline
