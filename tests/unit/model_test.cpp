@@ -155,6 +155,12 @@ TEST(ModelLoad, ValidFile) {
   const model::Model& b = model::builtin(model::Family::OpenMPI);
   EXPECT_EQ(t.model.flat_algorithm(Coll::Allreduce, 1 << 20), b.flat_algorithm(Coll::Allreduce, 1 << 20));
   EXPECT_EQ(t.model.direct_rs_from, b.direct_rs_from);
+  // Chunk sizes: per collective, or one list for both.
+  std::string chunks = v2();
+  chunks.replace(chunks.find("\"dtype\""), 0, R"("pipeline":{"chunk_bytes":[1048576]},)");
+  ASSERT_TRUE(model::parse(chunks, model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  EXPECT_EQ(t.model.chunk_bytes[static_cast<size_t>(Coll::Bcast)], std::vector<int64_t>{1048576});
+  EXPECT_EQ(t.model.chunk_bytes[static_cast<size_t>(Coll::Allreduce)], std::vector<int64_t>{1048576});
   // A job whose shape the launcher does not state is not checked.
   EXPECT_TRUE(model::parse(v2(), model::Family::OpenMPI, {}, b, t, err)) << err;
 }
