@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "base/hooks.hpp"
@@ -17,10 +18,14 @@ namespace hier::exec {
 
 namespace {
 
-// The planner's pre-check sizes for the process's model (model::hier_from), computed once.
-const std::array<int64_t, model::kColls>& gate() {
-  static const std::array<int64_t, model::kColls> g = model::hier_from(model::process().model);
-  return g;
+// The planner's pre-check size of `coll` for the process's model (model::hier_from), computed
+// once per collective, the first time a call of it gets here.
+int64_t gate(config::Coll coll) {
+  static std::array<std::once_flag, model::kColls> once;
+  static std::array<int64_t, model::kColls> from{};
+  const size_t c = static_cast<size_t>(coll);
+  std::call_once(once[c], [&] { from[c] = model::hier_from(model::process().model, coll); });
+  return from[c];
 }
 
 // Report: per collective, the calls planned each way and the predicted times (ns) of the
@@ -67,13 +72,13 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
   if (forced == config::Algo::Hier) return true;
   const MPI_Count size = type == MPI_DATATYPE_NULL ? -1 : base::type_size(type);
   if (size < 0) return true;  // the full path decides (and PMPI reports the error)
-  return model::worth_building({coll, count * size}, gate(), config::get());
+  return model::worth_building({coll, count * size}, gate(coll), config::get());
 }
 
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size) {
   const config::Config& cfg = config::get();
   const model::Call call{coll, bytes, elem_size};
-  if (!model::worth_building(call, gate(), cfg)) return std::nullopt;
+  if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
   if (!ctx || !ctx->levels || ctx->gpu_anywhere) return std::nullopt;
   const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size);

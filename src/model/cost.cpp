@@ -232,6 +232,23 @@ LevelKind level_of(const sched::CommRef& c, const topo::Shape& s) {
   }
 }
 
+// Members of a level communicator of `rank`: from the dimensions where the shape is cartesian
+// (cheap on 75,000 ranks), else from the shape's one definition of the communicators.
+int member_count(const sched::CommRef& c, int rank, const topo::Shape& s) {
+  if (s.cartesian) {
+    switch (c.on) {
+      case On::Step:
+        if (c.level < s.nlevels()) return s.dims[static_cast<size_t>(c.level)];
+        break;
+      case On::Node: return s.node_sizes[static_cast<size_t>(s.node_of[static_cast<size_t>(rank)])];
+      case On::Cross:
+      case On::Leaders: return s.nnodes;
+      default: break;
+    }
+  }
+  return static_cast<int>(s.members(rank, comm_kind(c.on), c.level).size());
+}
+
 int64_t total(const std::vector<int64_t>& v) {
   int64_t t = 0;
   for (int64_t x : v) t += x;
@@ -252,7 +269,7 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
                  bool with_reduce) {
   if (is_local(st.kind)) return static_cast<double>(st.count * ub) * m.copy_ns_per_byte;
   int members = static_cast<int>(st.counts.size());
-  if (members == 0) members = static_cast<int>(s.members(rank, comm_kind(st.comm.on), st.comm.level).size());
+  if (members == 0) members = member_count(st.comm, rank, s);
   const LevelParams& lp = m.level(level_of(st.comm, s));
   const LevelNet net(lp, flows);
   const double red = with_reduce ? m.reduce_ns_per_byte : 0.0;

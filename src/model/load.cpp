@@ -166,7 +166,9 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
       if (m.overlap > 1) throw Bad{"pipeline.overlap above 1"};
     }
     if (p.contains("chunk_bytes")) {
-      const json& cb = p.at("chunk_bytes");
+      // Per collective; a plain list (the first draft of the format) serves both.
+      json cb = p.at("chunk_bytes");
+      if (cb.is_array()) cb = json{{"allreduce", cb}, {"bcast", cb}};
       if (!cb.is_object()) throw Bad{"pipeline.chunk_bytes is not an object of lists"};
       for (const auto& [name, c] : cb.items()) {
         const int ci = coll_index(name);

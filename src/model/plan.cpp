@@ -139,37 +139,34 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   return p;
 }
 
-std::array<int64_t, kColls> hier_from(const Model& m) {
-  std::array<int64_t, kColls> from;
-  from.fill(std::numeric_limits<int64_t>::max());
+int64_t hier_from(const Model& m, Coll coll) {
   std::vector<topo::Shape> probes;
   if (m.nodes > 1 && m.ranks_per_node > 1) probes.push_back(two_level(m.nodes, m.ranks_per_node));
   for (auto [n, r] : {std::pair{2, 2}, {2, 4}, {4, 2}, {4, 4}})
     if (n != m.nodes || r != m.ranks_per_node) probes.push_back(two_level(n, r));
-  const config::Config cfg;  // auto everywhere, model's chunks
-  for (size_t c = 0; c < kColls; ++c) {
-    const Coll coll = static_cast<Coll>(c);
-    for (int64_t b = coll == Coll::Barrier ? 0 : 64; b <= (int64_t{1} << 28); b = b ? b * 2 : 1 << 30) {
-      bool hier = false;
-      for (const topo::Shape& s : probes)
-        if (plan({coll, b, coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter ||
-                               coll == Coll::ReduceScatterBlock ? 4 : 1},
-                 s, m, cfg).algo != Algorithm::Flat)
-          hier = true;
-      if (hier) {
-        from[c] = b / 2;
-        break;
-      }
-    }
+  const config::Config cfg;  // auto everywhere, the model's chunks
+  const bool reduction = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter ||
+                         coll == Coll::ReduceScatterBlock;
+  const int64_t last = coll == Coll::Barrier ? 0 : int64_t{1} << 30;
+  for (int64_t b = coll == Coll::Barrier ? 0 : 64; b <= last; b *= 4) {
+    for (const topo::Shape& s : probes)
+      if (plan({coll, b, reduction ? 4 : 1}, s, m, cfg).algo != Algorithm::Flat) return b / 4;
+    if (b == 0) break;
   }
+  return std::numeric_limits<int64_t>::max();
+}
+
+std::array<int64_t, kColls> hier_from(const Model& m) {
+  std::array<int64_t, kColls> from{};
+  for (size_t c = 0; c < kColls; ++c) from[c] = hier_from(m, static_cast<Coll>(c));
   return from;
 }
 
-bool worth_building(const Call& call, const std::array<int64_t, kColls>& from, const config::Config& cfg) {
+bool worth_building(const Call& call, int64_t from, const config::Config& cfg) {
   const config::Algo forced = cfg.algo_for(call.coll);
   if (forced == config::Algo::Flat) return false;
   if (forced == config::Algo::Hier) return true;
-  return call.bytes >= from[static_cast<size_t>(call.coll)];
+  return call.bytes >= from;
 }
 
 }  // namespace hier::model

@@ -48,14 +48,14 @@ Plan plan(const Call& call, const topo::Shape& shape, const Model& m, const conf
 // first node's ranks, costed for its first rank). Exposed for tests and hier-sim.
 double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sched::Algorithm a, int chunks);
 
-// The smallest bytes from which plan() goes hierarchical for `coll` on any of a few probe
-// shapes (the model's own, 2x2, 2x4, 4x2, 4x4, 8x8), halved: the cheap pre-check of calls made
-// before a communicator's levels exist (0: from any size; max: never). Pure; computed once per
-// model by callers that need it (gate()).
+// The smallest bytes (a power of 4) from which plan() goes hierarchical for `coll` on any of a
+// few probe shapes (the model's own, 2x2, 2x4, 4x2, 4x4), divided by 4: the cheap pre-check of
+// calls made before a communicator's levels exist (0: from any size; max: never). Pure.
+int64_t hier_from(const Model& m, config::Coll coll);
 std::array<int64_t, kColls> hier_from(const Model& m);
 
 // Cheap pre-check, before any level communicator exists: false when the call goes flat whatever
-// the shape (HIER_ALGO=flat, or below hier_from). `from`: hier_from(model).
-bool worth_building(const Call& call, const std::array<int64_t, kColls>& from, const config::Config& cfg);
+// the shape (HIER_ALGO=flat, or below `from`, hier_from(model, call.coll)).
+bool worth_building(const Call& call, int64_t from, const config::Config& cfg);
 
 }  // namespace hier::model

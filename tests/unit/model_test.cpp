@@ -155,6 +155,12 @@ TEST(ModelLoad, ValidFile) {
   const model::Model& b = model::builtin(model::Family::OpenMPI);
   EXPECT_EQ(t.model.flat_algorithm(Coll::Allreduce, 1 << 20), b.flat_algorithm(Coll::Allreduce, 1 << 20));
   EXPECT_EQ(t.model.direct_rs_from, b.direct_rs_from);
+  // Chunk sizes: per collective, or one list for both.
+  std::string chunks = v2();
+  chunks.replace(chunks.find("\"dtype\""), 0, R"("pipeline":{"chunk_bytes":[1048576]},)");
+  ASSERT_TRUE(model::parse(chunks, model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  EXPECT_EQ(t.model.chunk_bytes[static_cast<size_t>(Coll::Bcast)], std::vector<int64_t>{1048576});
+  EXPECT_EQ(t.model.chunk_bytes[static_cast<size_t>(Coll::Allreduce)], std::vector<int64_t>{1048576});
   // A job whose shape the launcher does not state is not checked.
   EXPECT_TRUE(model::parse(v2(), model::Family::OpenMPI, {}, b, t, err)) << err;
 }
@@ -330,9 +336,13 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
   // The pre-check: never below what any probe shape would take hierarchical.
   const auto from = model::hier_from(m);
   config::Config autocfg;
-  EXPECT_FALSE(model::worth_building({Coll::Barrier, 0, 1}, from, autocfg));
-  EXPECT_TRUE(model::worth_building({Coll::Allreduce, 16 * MiB, 4}, from, autocfg));
-  EXPECT_TRUE(model::worth_building({Coll::Barrier, 0, 1}, from, cfg));
+  EXPECT_FALSE(model::worth_building({Coll::Barrier, 0, 1}, from[static_cast<size_t>(Coll::Barrier)], autocfg));
+  EXPECT_TRUE(model::worth_building({Coll::Allreduce, 16 * MiB, 4}, from[0], autocfg));
+  EXPECT_FALSE(model::worth_building({Coll::Allreduce, from[0] - 1, 4}, from[0], autocfg));
+  EXPECT_TRUE(model::worth_building({Coll::Barrier, 0, 1}, from[static_cast<size_t>(Coll::Barrier)], cfg));
+  // Below the gate, no probe shape goes hierarchical.
+  for (auto [n, r] : {std::pair{2, 2}, {2, 4}, {4, 2}})
+    EXPECT_EQ(model::plan({Coll::Allreduce, from[0] - 4, 4}, model::two_level(n, r), m, autocfg).algo, Algorithm::Flat);
 }
 
 // The built-in model on the emulated cluster, 2 nodes x 4 ranks: H = hierarchical (digit: pipeline
