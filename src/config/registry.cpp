@@ -183,7 +183,8 @@ const VarSpec kVars[] = {
    apply_watchdog},
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
-   [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); }, true},
+   [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); },
+   false},  // paths may differ (node-local copies): the contents loaded are compared (core/agree_config.cpp)
 };
 
 size_t edit_distance(const std::string& a, const std::string& b) {

@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "config/registry.hpp"
 #include "diag/log.hpp"
+#include "model/load.hpp"
 
 namespace hier::core {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 struct Value {
   const char* name;
   std::string text;  // as set, or the default when unset: "auto" and unset agree
+  bool model = false;  // the machine model loaded from HIER_TUNE_FILE, not a variable's text
 };
 
 std::vector<Value> values_to_agree() {
@@ -27,6 +29,9 @@ std::vector<Value> values_to_agree() {
     const char* e = std::getenv(spec.name);
     v.push_back({spec.name, e ? e : spec.default_value});
   }
+  // The same path can hold different files on different nodes (no shared file system), or be
+  // missing on some: what the planner decides from is the model each rank actually loaded.
+  v.push_back({"the machine model (HIER_TUNE_FILE's contents)", model::fingerprint(model::process()), true});
   return v;
 }
 
@@ -61,10 +66,10 @@ bool agree_config(int me) {
   if (PMPI_Allreduce(MPI_IN_PLACE, h.data(), static_cast<int>(2 * n), MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD) !=
       MPI_SUCCESS)
     return true;  // the MPI reports its own failure; nothing to compare
-  bool differ = false;
+  bool differ = false, model_differs = false;
   for (size_t i = 0; i < n; ++i) {
     if (h[i] == ~h[n + i]) continue;
-    differ = true;
+    (vals[i].model ? model_differs : differ) = true;
     // The rank holding the maximum hash differs from the one holding the minimum: name the
     // lowest rank of each (MINLOC-style, with two allreduces on this rare path).
     int lo[2] = {mine[i] == h[i] ? me : INT32_MAX, mine[i] == ~h[n + i] ? me : INT32_MAX};
@@ -76,11 +81,13 @@ bool agree_config(int me) {
                  "%s differs between ranks (rank %d: '%s', rank %d: '%s'); it must be the same on every rank: %s",
                  vals[i].name, lo[0], a.c_str(), lo[1], b.c_str(),
                  config::get().strict ? "HIER_STRICT=1: stopping"
-                                      : "every collective runs with the MPI's own algorithm on every rank");
+                 : vals[i].model     ? "every rank plans with the built-in model"
+                                     : "every collective runs with the MPI's own algorithm on every rank");
   }
-  if (!differ) return true;
+  if (model_differs && !config::get().strict) model::force_builtin();
+  if (!differ && !model_differs) return true;
   if (config::get().strict) return false;
-  config::force_flat_collectives();
+  if (differ) config::force_flat_collectives();
   return true;
 }
 

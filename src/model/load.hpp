@@ -22,7 +22,16 @@ struct TuneFile {
   std::string source = "built-in";
   std::string warning;     // the one line printed when HIER_TUNE_FILE was rejected; empty otherwise
   int version = 0;         // of the file read (1 or 2); 0: built-in
+  std::string text;        // the accepted file's contents; empty for the built-in model
 };
+
+// What the ranks compare at MPI_Init (core/agree_config.cpp): "built-in", or a hash of the
+// accepted file's contents (not its path: node-local copies of one file agree). Ranks that plan from different models may choose different
+// schedules for one call and wait on each other forever.
+std::string fingerprint(const TuneFile& t);
+// Replaces the process's model by the built-in one, for good (the ranks' models differ). Only at
+// MPI_Init, before any collective is planned.
+void force_builtin();
 
 // The family this library was built for (from mpi.h).
 Family build_family();
