@@ -11,16 +11,19 @@
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
 #   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
+#                 [--quant int8|int4]
+# --quant: libhier quantizes across nodes (HIER_QUANT, with HIER_QUANT_FEEDBACK=on; lossy, so both
+# variants train with --exact-sum 0 and the final losses are compared by their relative difference).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
+mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 quant=
 while (($#)); do
   case $1 in
     --launcher) launcher=$2; shift 2;;
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
-    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;;
-    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps)" >&2; exit 2;;
+    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;; --quant) quant=$2; shift 2;;
+    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps, --quant)" >&2; exit 2;;
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
@@ -35,6 +38,11 @@ fi
 lib=$root/build/$mpi/libhier.so
 prog=$root/build/$mpi/examples/train_mlp
 args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0)
+if [[ -n $quant ]]; then  # only the preloaded libhier reads these
+  [[ $quant == int8 || $quant == int4 ]] || { echo "demo.sh: --quant must be int8 or int4" >&2; exit 2; }
+  export HIER_QUANT=$quant HIER_QUANT_FEEDBACK=on
+  args+=(--exact-sum 0)
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset HIER_DISABLE
 
@@ -108,4 +116,6 @@ if ((cluster)); then
   ((dropped_total == 0)) || echo "WARNING: PACKETS WERE DROPPED: the timings above include TCP retransmission timeouts" >&2
 fi
 printf 'speedup: %.2fx\n' "$(awk -v a="$ms_mpi" -v b="$ms_hier" 'BEGIN{print a/b}')"
-if [[ ${loss[mpi]} == "${loss[libhier]}" ]]; then echo "final losses are identical"; else echo "FINAL LOSSES DIFFER"; exit 1; fi
+if [[ -n $quant ]]; then
+  awk -v a="${loss[mpi]}" -v b="${loss[libhier]}" -v q="$quant" 'BEGIN{printf "final loss with %s + error feedback: %+.3f%% of the exact run'"'"'s\n", q, (b-a)/a*100}'
+elif [[ ${loss[mpi]} == "${loss[libhier]}" ]]; then echo "final losses are identical"; else echo "FINAL LOSSES DIFFER"; exit 1; fi

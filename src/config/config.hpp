@@ -47,6 +47,8 @@ struct Config {
   double watchdog_s = 0.0;  // 0 = off
   int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (the model's candidates, model/plan.hpp), 0 = off
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
+  int64_t quant_feedback_cap = 0;  // HIER_QUANT_FEEDBACK: bytes of residuals kept per process; 0 = off
+  int quant_check_every = 0;       // HIER_QUANT_CHECK: check every Nth quantized call; 0 = off
 
   Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }
   Quant quant_for(Coll c) const { return quant[static_cast<size_t>(c)]; }

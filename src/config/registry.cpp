@@ -126,11 +126,8 @@ std::string apply_debug(const std::string& v, Config& c) {
 }
 
 // A byte size: digits with an optional k/m/g suffix (powers of 1024; "KiB", "MB" and the like
-// are read the same way), "0"/"off" (no pipelining) or "auto".
-std::string apply_chunk(const std::string& v, Config& c) {
-  std::string s = lower(trim(v));
-  if (s == "auto" || s.empty()) { c.chunk_bytes = -1; return {}; }
-  if (s == "off") { c.chunk_bytes = 0; return {}; }
+// are read the same way).
+std::string parse_size(const std::string& s, int64_t& out) {
   char* end = nullptr;
   const long long x = std::strtoll(s.c_str(), &end, 10);
   if (end == s.c_str() || x < 0) return "not a size in bytes";
@@ -141,7 +138,35 @@ std::string apply_chunk(const std::string& v, Config& c) {
     if (unit == u.suffix) mult = u.bytes;
   if (mult == 1 && !unit.empty() && unit != "b") return "unknown size unit '" + unit + "'";
   if (x > (1LL << 40) / mult) return "size too large";
-  c.chunk_bytes = x * mult;
+  out = x * mult;
+  return {};
+}
+
+// A byte size, "0"/"off" (no pipelining) or "auto".
+std::string apply_chunk(const std::string& v, Config& c) {
+  std::string s = lower(trim(v));
+  if (s == "auto" || s.empty()) { c.chunk_bytes = -1; return {}; }
+  if (s == "off") { c.chunk_bytes = 0; return {}; }
+  return parse_size(s, c.chunk_bytes);
+}
+
+// on (a cap of 256 MiB), off, or the cap itself as a size with a unit (64m).
+std::string apply_quant_feedback(const std::string& v, Config& c) {
+  const std::string s = lower(trim(v));
+  bool b = false;
+  if (parse_bool(s, b).empty()) { c.quant_feedback_cap = b ? int64_t{256} << 20 : 0; return {}; }
+  return parse_size(s, c.quant_feedback_cap);
+}
+
+// on (every call), off, or N: every Nth quantized call per communicator and collective.
+std::string apply_quant_check(const std::string& v, Config& c) {
+  const std::string s = lower(trim(v));
+  bool b = false;
+  if (parse_bool(s, b).empty()) { c.quant_check_every = b ? 1 : 0; return {}; }
+  char* end = nullptr;
+  const long x = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || x < 1 || x > (1 << 30)) return "not on, off or a number of calls >= 1";
+  c.quant_check_every = static_cast<int>(x);
   return {};
 }
 
@@ -169,8 +194,14 @@ const VarSpec kVars[] = {
    "Pipeline chunk size: hierarchical allreduce and bcast larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
    apply_chunk, true},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
-   "Lossy blockwise quantization of the traffic that crosses the slowest level (float types, MPI_SUM only); quantizes MPI_Allreduce of float/double MPI_SUM from 64 KiB on cartesian 2-level shapes (docs/collectives.md); other collectives stay exact.",
+   "Lossy blockwise quantization of the traffic that crosses the slowest level: MPI_Allreduce, MPI_Reduce_scatter(_block) (float/double MPI_SUM) and MPI_Allgather (float/double) from 64 KiB on cartesian 2-level shapes (docs/quantization.md); everything else stays exact.",
    [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }, true},
+  {"HIER_QUANT_FEEDBACK", "off", "on, off, or the cap as a size with a k/m/g suffix (on = 256m)",
+   "Error feedback for quantized calls: each call site (communicator, buffer, count) keeps its quantization residual and adds it to its next call, within this many bytes per process (docs/quantization.md).",
+   apply_quant_feedback},
+  {"HIER_QUANT_CHECK", "off", "on, off, or N (every Nth quantized call)",
+   "Also compute the exact result of quantized calls (through the MPI) and report the largest absolute and relative error per call site.",
+   apply_quant_check, true},
   {"HIER_DEBUG", "WARN", "NONE, WARN, INFO or TRACE", "Log level of libhier's messages (TRACE prints schedules).", apply_debug},
   {"HIER_DEBUG_FILE", "", "a path; %h host, %p pid, %r rank, %% a percent sign",
    "Write the log to this file per process instead of stderr.",

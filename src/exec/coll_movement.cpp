@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/executor.hpp"
 #include "exec/prepare.hpp"
@@ -75,6 +76,9 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   if (total <= 0 || total > INT_MAX) return std::nullopt;
   auto p = prepare(coll, total, comm);
   if (!p) return std::nullopt;
+  // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized.
+  if (coll == Coll::Allgather)
+    if (auto rc = quant_allgather(*p, sendbuf, sendcount, sendtype, recvbuf, static_cast<int>(counts[0]), rt)) return rc;
   const int rank = p->ctx->levels->rank;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool uniform = coll == Coll::Allgather;

@@ -1,5 +1,6 @@
-// Quantized hierarchical allreduce (ZeRO++ qgZ / qwZ idea) on a cartesian 2-level shape of N
-// nodes of L ranks, blocks of B values (quant/format.hpp):
+// Quantized hierarchical collectives (ZeRO++ qgZ / qwZ idea; docs/quantization.md) on a
+// cartesian 2-level shape of N nodes of L ranks, blocks of B values (quant/format.hpp).
+// Allreduce:
 //  1. exact reduce-scatter inside the node (PMPI_Reduce_scatter on levels.node), the shards cut
 //     at block boundaries: my shard;
 //  2. across nodes (levels.cross, rank = node index): the shard quantized once and cut into N
@@ -16,6 +17,17 @@
 // scale (quant/format.hpp), which the sum and the requantization carry: the whole block of B
 // values becomes NaN on every rank (Inf -> NaN, NaN stays NaN), never a number.
 //
+// Reduce_scatter(_block) (qgZ): the input permuted so that local index l's pieces (those of the
+// ranks (m, l), m = 0..N-1) are contiguous, an exact reduce-scatter inside the node, each of
+// the N pieces quantized once, an all-to-all across nodes, and the N copies of my piece summed
+// in node order 0..N-1 straight into recvbuf. One quantization per element: the error is at
+// most (sum over nodes of the scales of its block)/2.
+// Allgather (qwZ): my block quantized once, its records allgathered across nodes, then the
+// node's bundles allgathered inside the node (the records move unchanged: no requantization),
+// and every rank, the source included, dequantizes all P records: the same bits everywhere,
+// error at most (scale of the block)/2.
+// Error feedback (HIER_QUANT_FEEDBACK) and the check (HIER_QUANT_CHECK): see quant_site below.
+//
 // Memory: the records, the accumulator and the shard live in the context's scratch, and the
 // buffers of the direct level steps in ctx->tmp[0], reserved at the schedule-cache miss and
 // agreed on (exec::schedule): nothing large is allocated once the ranks depend on each other
@@ -24,9 +36,20 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "exec/direct.hpp"
 #include "exec/executor.hpp"
@@ -34,6 +57,8 @@
 
 namespace hier::exec {
 namespace {
+
+using config::Coll;
 
 thread_local diag::AlgoTag g_tag = diag::AlgoTag::Hier;
 
@@ -44,6 +69,220 @@ int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 // Block range [first, first + n) cut into `parts` block ranges: part i starts at block
 // first + i*n/parts. Returns the start of part i.
 int64_t part_start(int64_t n, int parts, int i) { return n * i / parts; }
+
+int64_t qbytes(int64_t n, int bits) { return quant::quantized_bytes(n, kBlock, bits); }
+
+// ---- Statistics, error feedback and the check (one mutex: quantized calls are large) --------
+
+std::mutex g_mu;
+
+constexpr Coll kQuantColls[] = {Coll::Allreduce, Coll::ReduceScatterBlock, Coll::ReduceScatter, Coll::Allgather};
+
+struct CollStats {
+  uint64_t calls = 0, int8 = 0, int4 = 0;
+  uint64_t cross_exact = 0, cross_sent = 0;  // bytes this rank sends across nodes: exact equivalent, quantized
+  uint64_t checked = 0;
+  double max_abs = 0, max_rel = 0;
+};
+std::map<Coll, CollStats> g_stats;
+
+// A call site: communicator context, collective, buffer address and count.
+using Site = std::tuple<const Context*, Coll, const void*, int64_t>;
+struct SiteCheck {
+  uint64_t checked = 0;
+  double max_abs = 0, max_rel = 0;
+};
+constexpr size_t kMaxCheckedSites = 64;
+std::map<Site, SiteCheck> g_site_checks;
+uint64_t g_sites_unrecorded = 0;
+
+struct Residual {
+  std::unique_ptr<char[]> mem;
+  int64_t bytes = 0;
+};
+std::map<Site, Residual> g_residuals;
+int64_t g_residual_bytes = 0;
+uint64_t g_residual_refused = 0, g_feedback_calls = 0;
+
+std::map<std::pair<const Context*, Coll>, uint64_t> g_check_counters;
+
+std::string report() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  nlohmann::json j = nlohmann::json::object();
+  nlohmann::json colls = nlohmann::json::object();
+  for (const auto& [c, st] : g_stats) {
+    nlohmann::json e = {{"calls", st.calls},
+                        {"int8", st.int8},
+                        {"int4", st.int4},
+                        {"cross_bytes_exact", st.cross_exact},
+                        {"cross_bytes_sent", st.cross_sent},
+                        {"cross_bytes_saved", st.cross_exact - st.cross_sent}};
+    if (st.checked) e["check"] = {{"calls", st.checked}, {"max_abs_error", st.max_abs}, {"max_rel_error", st.max_rel}};
+    colls[config::kCollKeys[static_cast<size_t>(c)]] = e;
+  }
+  j["collectives"] = colls;
+  const int64_t cap = config::get().quant_feedback_cap;
+  if (cap > 0)
+    j["feedback"] = {{"cap_bytes", cap}, {"bytes", g_residual_bytes}, {"sites", g_residuals.size()},
+                     {"calls", g_feedback_calls}, {"sites_refused", g_residual_refused}};
+  if (!g_site_checks.empty()) {
+    nlohmann::json sites = nlohmann::json::array();
+    for (const auto& [site, sc] : g_site_checks) {
+      char addr[32];
+      std::snprintf(addr, sizeof addr, "%p", std::get<2>(site));
+      sites.push_back({{"collective", config::kCollKeys[static_cast<size_t>(std::get<1>(site))]},
+                       {"buffer", addr},
+                       {"count", std::get<3>(site)},
+                       {"checked", sc.checked},
+                       {"max_abs_error", sc.max_abs},
+                       {"max_rel_error", sc.max_rel}});
+    }
+    j["checked_sites"] = sites;
+    if (g_sites_unrecorded) j["checked_sites_not_listed"] = g_sites_unrecorded;
+  }
+  return j.dump();
+}
+
+void register_report() {
+  static const bool registered = (base::add_report_section("quantization", report), true);
+  (void)registered;
+}
+
+void note_call(Coll c, int bits, int64_t exact_bytes, int64_t sent_bytes) {
+  register_report();
+  std::lock_guard<std::mutex> lk(g_mu);
+  CollStats& st = g_stats[c];
+  ++st.calls;
+  ++(bits == 8 ? st.int8 : st.int4);
+  st.cross_exact += static_cast<uint64_t>(exact_bytes);
+  st.cross_sent += static_cast<uint64_t>(sent_bytes);
+}
+
+// The residual of a call site (`bytes` long, zero at first), or null: feedback off, or the cap
+// reached. Purely local: whether a rank has one changes only the values it quantizes, never
+// what any rank sends or receives, so ranks need not agree on it.
+char* residual(const Site& site, int64_t bytes) {
+  const int64_t cap = config::get().quant_feedback_cap;
+  if (cap <= 0 || bytes <= 0) return nullptr;
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_residuals.find(site);
+  if (it != g_residuals.end() && it->second.bytes == bytes) {
+    ++g_feedback_calls;
+    return it->second.mem.get();
+  }
+  const int64_t freed = it != g_residuals.end() ? it->second.bytes : 0;
+  if (g_residual_bytes - freed + bytes > cap) {
+    ++g_residual_refused;
+    return nullptr;
+  }
+  std::unique_ptr<char[]> mem(new (std::nothrow) char[static_cast<size_t>(bytes)]);
+  if (!mem) {
+    ++g_residual_refused;
+    return nullptr;
+  }
+  std::memset(mem.get(), 0, static_cast<size_t>(bytes));
+  g_residual_bytes += bytes - freed;
+  Residual& r = g_residuals[site];
+  r.mem = std::move(mem);
+  r.bytes = bytes;
+  ++g_feedback_calls;
+  return r.mem.get();
+}
+
+// Whether this call is one that HIER_QUANT_CHECK samples: every Nth quantized call per
+// communicator and collective. The same on every rank (every rank makes the same sequence of
+// collective calls on a communicator, and eligibility is decided from what they share).
+bool check_this_call(const Context* ctx, Coll c) {
+  const int every = config::get().quant_check_every;
+  if (every <= 0) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_check_counters[{ctx, c}]++ % static_cast<uint64_t>(every) == 0;
+}
+
+// Records the error of `got` against `exact` (n values): the largest absolute difference, and
+// that divided by the largest |exact| (a norm-relative error; per-element relative errors are
+// meaningless next to zero). Non-finite exact values are left out.
+template <class T>
+void note_check(const Site& site, const T* got, const T* exact, int64_t n) {
+  double mabs = 0, mref = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = static_cast<double>(exact[i]);
+    if (!std::isfinite(e)) continue;
+    const double d = std::fabs(static_cast<double>(got[i]) - e);
+    mabs = std::isnan(d) ? INFINITY : std::max(mabs, d);
+    mref = std::max(mref, std::fabs(e));
+  }
+  const double rel = mabs == 0 ? 0.0 : (mref > 0 ? mabs / mref : INFINITY);
+  std::lock_guard<std::mutex> lk(g_mu);
+  CollStats& st = g_stats[std::get<1>(site)];
+  ++st.checked;
+  st.max_abs = std::max(st.max_abs, mabs);
+  st.max_rel = std::max(st.max_rel, rel);
+  auto it = g_site_checks.find(site);
+  if (it == g_site_checks.end()) {
+    if (g_site_checks.size() >= kMaxCheckedSites) {
+      ++g_sites_unrecorded;
+      return;
+    }
+    it = g_site_checks.emplace(site, SiteCheck{}).first;
+  }
+  ++it->second.checked;
+  it->second.max_abs = std::max(it->second.max_abs, mabs);
+  it->second.max_rel = std::max(it->second.max_rel, rel);
+}
+
+// Quantizes x[0, n) into rec. With a residual r (error feedback): x += r first, then r = x -
+// deq(q(x)), the error this call made, carried into the next (a non-finite difference, from a
+// block sent as NaN, is dropped: it must not poison later calls). x is scratch, never the user's.
+template <class T>
+void quantize_fb(T* x, int64_t n, int bits, char* rec, T* r) {
+  if (n <= 0) return;
+  if (r)
+    for (int64_t i = 0; i < n; ++i) x[i] = x[i] + r[i];
+  quant::quantize(x, n, kBlock, bits, rec);
+  if (!r) return;
+  quant::dequantize(rec, n, kBlock, bits, r);
+  for (int64_t i = 0; i < n; ++i) {
+    const T e = x[i] - r[i];
+    r[i] = std::isfinite(e) ? e : T(0);
+  }
+}
+
+// Rank at (node m, local l) of a cartesian 2-level shape.
+std::vector<int> grid(const topo::Levels& lv) {
+  const int L = lv.shape.dims[0];
+  std::vector<int> g(static_cast<size_t>(lv.size));
+  for (int r = 0; r < lv.size; ++r) g[static_cast<size_t>(lv.shape.node_of[r] * L + lv.shape.local_of[r])] = r;
+  return g;
+}
+
+sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const TypeInfo& t, int bits) {
+  sched::Key key{static_cast<uint8_t>(c), p.plan.algo, in_place, false, -1, n, {}, 1};
+  key.extent = t.extent;
+  key.true_extent = t.true_extent;
+  key.true_lb = t.true_lb;
+  key.quant = static_cast<uint8_t>(bits);
+  key.quant_block = static_cast<int32_t>(kBlock);
+  return key;
+}
+
+// The schedule entry of a quantized call: its name (HIER_DEBUG=TRACE prints it) and, at the
+// miss, the memory it needs, agreed on by every rank. Null: some rank failed, go exact.
+const sched::Schedule* quant_schedule(Prepared& p, const sched::Key& key, const char* coll, int bits,
+                                      int64_t scratch, int64_t tmp0, int64_t check_bytes) {
+  const std::string name = std::string(coll) + (bits == 8 ? "/quant-int8" : "/quant-int4");
+  return schedule(p, key, [&](int) {
+    sched::Schedule q;
+    q.name = name;
+    return q;
+  }, [&](const sched::Schedule&) {
+    return p.ctx->scratch.get(static_cast<size_t>(scratch)) != nullptr &&
+           (tmp0 == 0 || p.ctx->tmp[0].get(static_cast<size_t>(tmp0)) != nullptr) &&
+           (check_bytes == 0 || p.ctx->tmp[1].get(static_cast<size_t>(check_bytes)) != nullptr);
+  });
+}
+
+int64_t check_bytes_if(int64_t bytes) { return config::get().quant_check_every > 0 ? bytes : 0; }
 
 // The layout of one call on this rank: everything sized from (count, L, N, my position), so the
 // same on every call with the same key.
@@ -121,7 +360,7 @@ int64_t tmp_bytes(const Layout& g, const Counts& c, const TypeInfo& t) {
 
 template <class T>
 int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64_t count, const TypeInfo& t,
-              const topo::Levels& lv, Scratch& tmp) {
+              const topo::Levels& lv, Scratch& tmp, T* r2, T* r3) {
   const MPI_Datatype type = t.type;
   const Counts c(g, count);
   char* shard_rec = mem + g.off_shard_rec;
@@ -144,7 +383,7 @@ int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64
   // 2. Quantize the shard once (pieces are block-aligned, so piece j's records are one byte
   //    range of the shard's), all-to-all across nodes, sum my piece in node order 0..N-1.
   const int64_t piece_bytes = quant::quantized_bytes(g.piece_n, kBlock, g.bits);
-  quant::quantize(shard, g.shard_n, kBlock, g.bits, shard_rec);
+  quantize_fb(shard, g.shard_n, g.bits, shard_rec, r2);
   err = PMPI_Alltoallv(shard_rec, c.cross_counts.data(), c.cross_displs.data(), MPI_BYTE, recv_rec, c.piece_counts.data(), c.piece_displs.data(), MPI_BYTE,
                        lv.cross);
   if (err != MPI_SUCCESS) return err;
@@ -153,7 +392,7 @@ int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64
   // 3. Requantize my reduced piece once, straight into its place among the shard's records, and
   //    allgather the records across nodes; everyone, the owner included, dequantizes the whole
   //    shard from the same records.
-  quant::quantize(acc, g.piece_n, kBlock, g.bits, shard_rec + c.cross_displs[g.node]);
+  quantize_fb(acc, g.piece_n, g.bits, shard_rec + c.cross_displs[g.node], r3);
   err = g.agv3_padded ? allgatherv_padded(nullptr, true, shard_rec, c.cross_counts, c.cross_displs, nullptr, lv.cross, tmp)
                       : PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, shard_rec, c.cross_counts.data(),
                                         c.cross_displs.data(), MPI_BYTE, lv.cross);
@@ -165,6 +404,125 @@ int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64
                                          lv.node);
 }
 
+
+// ---- Reduce_scatter(_block) -----------------------------------------------------------------
+
+struct RsLayout {
+  int L = 0, N = 0, local = 0, node = 0, bits = 8;
+  int64_t elem = 0, total = 0;
+  std::vector<int> at;                      // (m, l) -> rank
+  std::vector<int64_t> in_displs;           // rank -> first value of its piece in the input
+  std::vector<int> node_counts;             // l -> values local index l reduces inside the node
+  std::vector<int> cross_counts, cross_displs;  // m -> record bytes of piece (m, local) and their offset
+  std::vector<int> recv_counts, recv_displs;    // m -> record bytes of my piece from node m
+  int64_t mine_n = 0, my_count = 0;
+  int64_t off_perm = 0, off_mine = 0, off_send = 0, off_recv = 0, bytes = 0;
+  bool rs_direct = false;
+
+  RsLayout(const topo::Levels& lv, const std::vector<int64_t>& counts, const TypeInfo& t, int qbits,
+           const model::Plan& plan)
+      : L(lv.shape.dims[0]), N(lv.shape.nnodes), local(lv.my_local()), node(lv.my_node()), bits(qbits), elem(t.size),
+        at(grid(lv)), in_displs(counts.size()), node_counts(L), cross_counts(N), cross_displs(N), recv_counts(N),
+        recv_displs(N) {
+    for (size_t r = 0; r < counts.size(); ++r) {
+      in_displs[r] = total;
+      total += counts[r];
+    }
+    for (int l = 0; l < L; ++l)
+      for (int m = 0; m < N; ++m) node_counts[l] += static_cast<int>(counts[at[m * L + l]]);
+    my_count = counts[lv.rank];
+    mine_n = node_counts[local];
+    int64_t off = 0;
+    for (int m = 0; m < N; ++m) {
+      cross_displs[m] = static_cast<int>(off);
+      cross_counts[m] = static_cast<int>(qbytes(counts[at[m * L + local]], bits));
+      off += cross_counts[m];
+      recv_counts[m] = static_cast<int>(qbytes(my_count, bits));
+      recv_displs[m] = m * recv_counts[m];
+    }
+    off_perm = 0;
+    off_mine = align64(total * elem);
+    off_send = off_mine + align64(mine_n * elem);
+    off_recv = off_send + align64(off);
+    bytes = off_recv + N * qbytes(my_count, bits);
+    rs_direct = use_direct_rs(plan.direct_rs_from, &t, true, total);
+  }
+};
+
+template <class T>
+int run_rs(const RsLayout& g, char* mem, const char* in, T* out, const std::vector<int64_t>& counts,
+           const TypeInfo& t, const topo::Levels& lv, Scratch& tmp, T* res) {
+  // 0. Permute: local index l's pieces, those of ranks (0, l), (1, l), ..., back to back.
+  char* perm = mem + g.off_perm;
+  int64_t o = 0;
+  for (int l = 0; l < g.L; ++l)
+    for (int m = 0; m < g.N; ++m) {
+      const int r = g.at[m * g.L + l];
+      std::memcpy(perm + o, in + g.in_displs[r] * g.elem, static_cast<size_t>(counts[r] * g.elem));
+      o += counts[r] * g.elem;
+    }
+  // 1. Exact reduce-scatter inside the node: my N pieces, one per node.
+  T* mine = reinterpret_cast<T*>(mem + g.off_mine);
+  int err = g.rs_direct ? reduce_scatter_direct(perm, reinterpret_cast<char*>(mine), g.node_counts, t, MPI_SUM, lv.node, tmp)
+                        : PMPI_Reduce_scatter(perm, mine, g.node_counts.data(), t.type, MPI_SUM, lv.node);
+  if (err != MPI_SUCCESS) return err;
+  // 2. Each piece quantized once (from its own first value: pieces are cut at block boundaries
+  //    of their own), piece m to node m; the N copies of mine summed in node order into out.
+  char* send = mem + g.off_send;
+  char* recv = mem + g.off_recv;
+  int64_t v = 0;
+  for (int m = 0; m < g.N; ++m) {
+    const int64_t n = counts[g.at[m * g.L + g.local]];
+    quantize_fb(mine + v, n, g.bits, send + g.cross_displs[m], res ? res + v : nullptr);
+    v += n;
+  }
+  err = PMPI_Alltoallv(send, g.cross_counts.data(), g.cross_displs.data(), MPI_BYTE, recv, g.recv_counts.data(),
+                       g.recv_displs.data(), MPI_BYTE, lv.cross);
+  if (err != MPI_SUCCESS) return err;
+  std::memset(static_cast<void*>(out), 0, static_cast<size_t>(g.my_count * g.elem));
+  for (int m = 0; m < g.N; ++m)
+    if (g.my_count) quant::dequantize_add(recv + g.recv_displs[m], g.my_count, kBlock, g.bits, out);
+  return MPI_SUCCESS;
+}
+
+// ---- Allgather ------------------------------------------------------------------------------
+
+struct AgLayout {
+  int L = 0, N = 0, local = 0, node = 0, bits = 8;
+  int64_t c = 0, elem = 0, qb = 0;
+  std::vector<int> at;
+  int64_t off_x = 0, off_my = 0, off_bundle = 0, off_all = 0, bytes = 0;
+  AgLayout(const topo::Levels& lv, int64_t count, const TypeInfo& t, int qbits)
+      : L(lv.shape.dims[0]), N(lv.shape.nnodes), local(lv.my_local()), node(lv.my_node()), bits(qbits), c(count),
+        elem(t.size), qb(qbytes(count, qbits)), at(grid(lv)) {
+    off_x = 0;
+    off_my = align64(c * elem);
+    off_bundle = off_my + align64(qb);
+    off_all = off_bundle + align64(N * qb);
+    bytes = off_all + int64_t{L} * N * qb;
+  }
+};
+
+template <class T>
+int run_ag(const AgLayout& g, char* mem, const T* x, char* out, const topo::Levels& lv, T* res) {
+  char* my = mem + g.off_my;
+  char* bundle = mem + g.off_bundle;
+  char* all = mem + g.off_all;
+  // x is in scratch when there is a residual (quantize_fb adds to it), else the user's block.
+  if (res) quantize_fb(const_cast<T*>(x), g.c, g.bits, my, res);
+  else quant::quantize(x, g.c, kBlock, g.bits, my);
+  const int qb = static_cast<int>(g.qb);
+  int err = PMPI_Allgather(my, qb, MPI_BYTE, bundle, qb, MPI_BYTE, lv.cross);  // bundle[m]: rank (m, local)
+  if (err != MPI_SUCCESS) return err;
+  err = PMPI_Allgather(bundle, g.N * qb, MPI_BYTE, all, g.N * qb, MPI_BYTE, lv.node);  // all[l][m]
+  if (err != MPI_SUCCESS) return err;
+  for (int l = 0; l < g.L; ++l)
+    for (int m = 0; m < g.N; ++m)
+      quant::dequantize(all + (int64_t{l} * g.N + m) * g.qb, g.c, kBlock, g.bits,
+                        reinterpret_cast<T*>(out + g.at[m * g.L + l] * g.c * g.elem));
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 diag::AlgoTag take_algo_tag() {
@@ -173,35 +531,31 @@ diag::AlgoTag take_algo_tag() {
   return t;
 }
 
+int quant_bits(Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t bytes, const topo::Levels& lv) {
+  const config::Quant mode = config::get().quant_for(coll);
+  if (mode == config::Quant::Off) return 0;
+  if (coll != Coll::Allgather && op != MPI_SUM) return 0;
+  if ((type != MPI_FLOAT && type != MPI_DOUBLE) || !t.dense) return 0;
+  if (bytes < kQuantMinBytes) return 0;
+  if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
+    return 0;
+  return mode == config::Quant::Int8 ? 8 : 4;
+}
+
 std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                                    MPI_Op op, const TypeInfo& t) {
-  const config::Quant mode = config::get().quant_for(config::Coll::Allreduce);
-  if (mode == config::Quant::Off || op != MPI_SUM || (type != MPI_FLOAT && type != MPI_DOUBLE) || !t.dense)
-    return std::nullopt;
-  if (count <= 0 || int64_t{count} * t.size < kQuantMinBytes) return std::nullopt;
+  if (count <= 0) return std::nullopt;
   const topo::Levels& lv = *p.ctx->levels;
-  if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
-    return std::nullopt;
-  const int bits = mode == config::Quant::Int8 ? 8 : 4;
+  const int bits = quant_bits(Coll::Allreduce, type, op, t, int64_t{count} * t.size, lv);
+  if (!bits) return std::nullopt;
   const Layout g(lv, count, t, bits, p.plan);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
-  if (quant::quantized_bytes(count, kBlock, bits) > INT_MAX / 2) return std::nullopt;
-  sched::Key key{static_cast<uint8_t>(config::Coll::Allreduce), p.plan.algo, sendbuf == MPI_IN_PLACE, false, -1,
-                 count, {}, 1};
-  key.extent = t.extent;
-  key.true_extent = t.true_extent;
-  key.true_lb = t.true_lb;
-  key.quant = static_cast<uint8_t>(bits);
-  key.quant_block = static_cast<int32_t>(kBlock);
-  const sched::Schedule* s = schedule(p, key, [&](int) {
-    sched::Schedule q;
-    q.name = bits == 8 ? "allreduce/quant-int8" : "allreduce/quant-int4";
-    return q;
-  }, [&](const sched::Schedule&) {
-    const int64_t tb = tmp_bytes(g, Counts(g, count), t);
-    return p.ctx->scratch.get(static_cast<size_t>(g.total)) != nullptr &&
-           (tb == 0 || p.ctx->tmp[0].get(static_cast<size_t>(tb)) != nullptr);
-  });
+  if (qbytes(count, bits) > INT_MAX / 2) return std::nullopt;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int64_t nbytes = int64_t{count} * t.size;
+  const sched::Schedule* s =
+      quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), "allreduce", bits, g.total,
+                     tmp_bytes(g, Counts(g, count), t), check_bytes_if(2 * nbytes));
   if (!s) return std::nullopt;
   char* mem = p.ctx->scratch.get(static_cast<size_t>(g.total));  // reserved above: allocates nothing
   if (!mem) return MPI_ERR_NO_MEM;
@@ -210,8 +564,136 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
              static_cast<long long>(kBlock), g.N, g.N, g.L);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   char* recv = static_cast<char*>(recvbuf);
-  return type == MPI_FLOAT ? run_quant<float>(g, mem, sendbuf, recv, count, t, lv, p.ctx->tmp[0])
-                           : run_quant<double>(g, mem, sendbuf, recv, count, t, lv, p.ctx->tmp[0]);
+  const Site site{p.ctx, Coll::Allreduce, in_place ? recvbuf : sendbuf, count};
+  // The check: the exact result, through the MPI, of a copy of the input.
+  const bool check = check_this_call(p.ctx, Coll::Allreduce);
+  char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(2 * nbytes)) : nullptr;
+  if (check && in_place) std::memcpy(chk + nbytes, recv, static_cast<size_t>(nbytes));
+  char* r = residual(site, (g.shard_n + g.piece_n) * g.elem);
+  int rc;
+  if (type == MPI_FLOAT) {
+    float* rf = reinterpret_cast<float*>(r);
+    rc = run_quant<float>(g, mem, sendbuf, recv, count, t, lv, p.ctx->tmp[0], rf, rf ? rf + g.shard_n : nullptr);
+  } else {
+    double* rd = reinterpret_cast<double*>(r);
+    rc = run_quant<double>(g, mem, sendbuf, recv, count, t, lv, p.ctx->tmp[0], rd, rd ? rd + g.shard_n : nullptr);
+  }
+  if (rc != MPI_SUCCESS) return rc;
+  const int64_t cross_values = (g.shard_n - g.piece_n) + g.piece_n * (g.N - 1);
+  const Counts c(g, count);
+  int64_t sent = 0;
+  for (int j = 0; j < g.N; ++j)
+    if (j != g.node) sent += c.cross_counts[j];
+  sent += int64_t{c.cross_counts[g.node]} * (g.N - 1);
+  note_call(Coll::Allreduce, bits, cross_values * g.elem, sent);
+  if (check) {
+    rc = PMPI_Allreduce(in_place ? chk + nbytes : sendbuf, chk, count, type, MPI_SUM, p.ctx->comm);
+    if (rc != MPI_SUCCESS) return rc;
+    if (type == MPI_FLOAT) note_check(site, reinterpret_cast<float*>(recv), reinterpret_cast<float*>(chk), count);
+    else note_check(site, reinterpret_cast<double*>(recv), reinterpret_cast<double*>(chk), count);
+  }
+  return MPI_SUCCESS;
+}
+
+std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* sendbuf, void* recvbuf,
+                                        const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t) {
+  const topo::Levels& lv = *p.ctx->levels;
+  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (total <= 0 || static_cast<int>(counts.size()) != lv.size) return std::nullopt;
+  const int bits = quant_bits(coll, t.type, op, t, total * t.size, lv);
+  if (!bits) return std::nullopt;
+  const RsLayout g(lv, counts, t, bits, p.plan);
+  // Every byte count of the level collectives is an int.
+  int64_t rec_total = 0;
+  for (int64_t n : counts) rec_total += qbytes(n, bits);
+  if (rec_total > INT_MAX / 2 || total * t.size > INT_MAX) return std::nullopt;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  sched::Key key = quant_key(coll, p, in_place, coll == Coll::ReduceScatterBlock ? counts[0] : total, t, bits);
+  if (coll != Coll::ReduceScatterBlock) key.counts = counts;
+  const int64_t nbytes = total * t.size;
+  const int64_t tmp0 = g.rs_direct ? reduce_scatter_direct_bytes(g.node_counts, g.local, t) : 0;
+  const char* name = coll == Coll::ReduceScatterBlock ? "reduce_scatter_block" : "reduce_scatter";
+  const sched::Schedule* s = quant_schedule(p, key, name, bits, g.bytes, tmp0, check_bytes_if(2 * nbytes));
+  if (!s) return std::nullopt;
+  char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));
+  if (!mem) return MPI_ERR_NO_MEM;
+  HIER_TRACE("exec", "rank %d: %s of %lld %s quantized %s, block %lld, across %d nodes of %d", lv.rank, name,
+             static_cast<long long>(total), t.type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
+             static_cast<long long>(kBlock), g.N, g.L);
+  g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
+  const char* in = static_cast<const char*>(in_place ? recvbuf : sendbuf);
+  const Site site{p.ctx, coll, in, total};
+  const bool check = check_this_call(p.ctx, coll);
+  char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(2 * nbytes)) : nullptr;
+  if (check) std::memcpy(chk + nbytes, in, static_cast<size_t>(nbytes));  // the input, recvbuf's in place
+  char* r = residual(site, g.mine_n * g.elem);
+  int rc = t.type == MPI_FLOAT
+               ? run_rs<float>(g, mem, in, static_cast<float*>(recvbuf), counts, t, lv, p.ctx->tmp[0], reinterpret_cast<float*>(r))
+               : run_rs<double>(g, mem, in, static_cast<double*>(recvbuf), counts, t, lv, p.ctx->tmp[0], reinterpret_cast<double*>(r));
+  if (rc != MPI_SUCCESS) return rc;
+  note_call(coll, bits, (g.mine_n - counts[g.at[g.node * g.L + g.local]]) * g.elem,
+            std::accumulate(g.cross_counts.begin(), g.cross_counts.end(), int64_t{0}) - g.cross_counts[g.node]);
+  if (check) {
+    std::vector<int> rc_counts(counts.begin(), counts.end());
+    rc = PMPI_Reduce_scatter(chk + nbytes, chk, rc_counts.data(), t.type, MPI_SUM, p.ctx->comm);
+    if (rc != MPI_SUCCESS) return rc;
+    if (t.type == MPI_FLOAT) note_check(site, static_cast<float*>(recvbuf), reinterpret_cast<float*>(chk), g.my_count);
+    else note_check(site, static_cast<double*>(recvbuf), reinterpret_cast<double*>(chk), g.my_count);
+  }
+  return MPI_SUCCESS;
+}
+
+std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                   void* recvbuf, int recvcount, const TypeInfo& rt) {
+  const topo::Levels& lv = *p.ctx->levels;
+  if (recvcount <= 0) return std::nullopt;
+  const int bits = quant_bits(Coll::Allgather, rt.type, MPI_SUM, rt, int64_t{recvcount} * lv.size * rt.size, lv);
+  if (!bits) return std::nullopt;
+  const AgLayout g(lv, recvcount, rt, bits);
+  if (int64_t{lv.size} * g.qb > INT_MAX / 2) return std::nullopt;
+  const bool in_place = sendbuf == MPI_IN_PLACE;
+  const int64_t mybytes = g.c * g.elem, allbytes = mybytes * lv.size;
+  const sched::Schedule* s = quant_schedule(p, quant_key(Coll::Allgather, p, false, recvcount, rt, bits), "allgather",
+                                            bits, g.bytes, 0, check_bytes_if(allbytes + mybytes));
+  if (!s) return std::nullopt;
+  char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));
+  if (!mem) return MPI_ERR_NO_MEM;
+  // My block as values of the receive type: in place from recvbuf; else the send buffer when
+  // its type is the receive type, or packed (a send type with the same signature) into scratch.
+  char* recv = static_cast<char*>(recvbuf);
+  const char* src = in_place ? recv + int64_t{lv.rank} * mybytes : static_cast<const char*>(sendbuf);
+  char* x = mem + g.off_x;
+  bool src_in_x = false;
+  if (!in_place && sendtype != rt.type) {
+    const TypeInfo st = type_info(sendtype);
+    if (!st.ok || int64_t{sendcount} * st.size != mybytes) return MPI_ERR_TYPE;  // all ranks got here: report it
+    if (int rc = pack(src, sendcount, st, x); rc != MPI_SUCCESS) return rc;
+    src_in_x = true;
+  }
+  HIER_TRACE("exec", "rank %d: MPI_Allgather of %d %s per rank quantized %s, block %lld, across %d nodes of %d",
+             lv.rank, recvcount, rt.type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
+             static_cast<long long>(kBlock), g.N, g.L);
+  g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
+  const Site site{p.ctx, Coll::Allgather, src, recvcount};
+  const bool check = check_this_call(p.ctx, Coll::Allgather);
+  char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(allbytes + mybytes)) : nullptr;
+  if (check) std::memcpy(chk + allbytes, src_in_x ? x : src, static_cast<size_t>(mybytes));
+  char* r = residual(site, mybytes);
+  if (r && !src_in_x) std::memcpy(x, src, static_cast<size_t>(mybytes));  // feedback adds to a copy
+  const char* q = r || src_in_x ? x : src;
+  int rc = rt.type == MPI_FLOAT
+               ? run_ag<float>(g, mem, reinterpret_cast<const float*>(q), recv, lv, reinterpret_cast<float*>(r))
+               : run_ag<double>(g, mem, reinterpret_cast<const double*>(q), recv, lv, reinterpret_cast<double*>(r));
+  if (rc != MPI_SUCCESS) return rc;
+  note_call(Coll::Allgather, bits, mybytes * (g.N - 1), g.qb * (g.N - 1));
+  if (check) {
+    rc = PMPI_Allgather(chk + allbytes, recvcount, rt.type, chk, recvcount, rt.type, p.ctx->comm);
+    if (rc != MPI_SUCCESS) return rc;
+    const int64_t n = int64_t{recvcount} * lv.size;
+    if (rt.type == MPI_FLOAT) note_check(site, reinterpret_cast<float*>(recv), reinterpret_cast<float*>(chk), n);
+    else note_check(site, reinterpret_cast<double*>(recv), reinterpret_cast<double*>(chk), n);
+  }
+  return MPI_SUCCESS;
 }
 
 }  // namespace hier::exec

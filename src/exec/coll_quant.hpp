@@ -1,13 +1,16 @@
-// Quantized hierarchical MPI_Allreduce (issue 13, HIER_QUANT=int8|int4): MPI_SUM on dense
-// MPI_FLOAT / MPI_DOUBLE, cartesian 2-level shapes, messages of at least kQuantMinBytes.
-// Lossy, within a stated bound (docs/collectives.md, "Quantized allreduce"); every rank still
-// gets the same bits. Everything else stays exact.
+// Quantized hierarchical collectives (issue 13, HIER_QUANT=int8|int4, docs/quantization.md):
+// MPI_Allreduce and MPI_Reduce_scatter(_block) with MPI_SUM, and MPI_Allgather, of dense
+// MPI_FLOAT / MPI_DOUBLE on cartesian 2-level shapes, messages of at least kQuantMinBytes.
+// Lossy, within a stated bound; every rank still gets the same bits. Everything else stays
+// exact. Error feedback (HIER_QUANT_FEEDBACK), the check (HIER_QUANT_CHECK) and the report's
+// "quantization" section live here too.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "diag/stats.hpp"
 #include "exec/prepare.hpp"
@@ -19,6 +22,13 @@ namespace hier::exec {
 // one allreduce of the shard) and the fixed per-call latency dominates. Not tuned yet.
 inline constexpr int64_t kQuantMinBytes = 64 * 1024;
 
+// The decision, in one place (the planner's cost model may take it over): the bits (8 or 4) to
+// quantize a call of `coll` with, or 0 to stay exact. `bytes`: the call's whole buffer (the
+// allreduce's, the reduce-scatter's input, the allgather's result). Uses only what every rank
+// shares: the configuration, the arguments MPI requires to be equal, the shape.
+int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t bytes,
+               const topo::Levels& lv);
+
 // The quantized path of exec::allreduce, given the call's prepared context. Null when the call
 // is not eligible (the decision uses only the arguments, the configuration and the shape, so it
 // is the same on every rank), or when the schedule's memory could not be acquired on every rank:
@@ -26,8 +36,16 @@ inline constexpr int64_t kQuantMinBytes = 64 * 1024;
 std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                                    MPI_Op op, const TypeInfo& t);
 
+// The quantized paths of reduce_scatter_block / reduce_scatter (`counts` per rank, `coll` says
+// which) and of allgather (recvtype's TypeInfo `rt`; the send type may differ from it in layout
+// only). Same contract as quant_allreduce.
+std::optional<int> quant_reduce_scatter(Prepared& p, config::Coll coll, const void* sendbuf, void* recvbuf,
+                                        const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t);
+std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                   void* recvbuf, int recvcount, const TypeInfo& rt);
+
 // The tag of the last hierarchical call made on this thread (HierInt8 / HierInt4 after a
-// quantized allreduce, Hier otherwise), reset to Hier: the coll dispatch reports it.
+// quantized call, Hier otherwise), reset to Hier: the coll dispatch reports it.
 diag::AlgoTag take_algo_tag();
 
 }  // namespace hier::exec

@@ -115,6 +115,8 @@ std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
   if (!eligible(total, t, op)) return std::nullopt;
   auto p = prepare(coll, total * t.size, comm, t.size);
   if (!p) return std::nullopt;
+  // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized.
+  if (auto rc = quant_reduce_scatter(*p, coll, sendbuf, recvbuf, counts, op, t)) return rc;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int rank = p->ctx->levels->rank;
   // reduce_scatter_block: one count describes them all.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -76,7 +77,7 @@ void expect_same_everywhere(const void* buf, size_t bytes, const World& w, const
 //                     + eps_T (P + 2) (sum_r |x_r| + 2A) (float rounding of the exact sums).
 template <class T>
 void check(const std::vector<T>& got, const std::vector<T>& inputs_all, int64_t n, const World& w,
-           const std::vector<char>& nonfinite_block, const std::string& what) {
+           const std::vector<char>& nonfinite_block, const std::string& what, bool quantized) {
   const double eps = std::numeric_limits<T>::epsilon();
   const int64_t nb = (n + kBlock - 1) / kBlock;
   int bad = 0;
@@ -106,7 +107,7 @@ void check(const std::vector<T>& got, const std::vector<T>& inputs_all, int64_t 
         ref += inputs_all[r * n + i];
         mag += std::fabs(static_cast<double>(inputs_all[r * n + i]));
       }
-      const double q = A / (2.0 * w.Q) * (2.0 + 1.0 / (2.0 * w.Q)) * (1 + 1e-5);
+      const double q = quantized ? A / (2.0 * w.Q) * (2.0 + 1.0 / (2.0 * w.Q)) * (1 + 1e-5) : 0.0;
       const double bound = q + eps * (w.size + 2) * (mag + 2 * A) + 1e-300;
       if (!(std::fabs(static_cast<double>(got[i]) - ref) <= bound)) {
         ++bad;
@@ -146,7 +147,8 @@ void run_case(int64_t n, bool in_place, int seed, const std::vector<Plant>& plan
   expect_same_everywhere(got.data(), got.size() * sizeof(T), w, what);
   std::vector<char> nonfinite;
   // exec::kQuantMinBytes; under HIER_TEST_FAIL the calls fall back to the MPI (exact).
-  const bool quantized = n * static_cast<int64_t>(sizeof(T)) >= 64 * 1024 && !std::getenv("HIER_TEST_FAIL");
+  const bool quantized = n * static_cast<int64_t>(sizeof(T)) >= 64 * 1024 && !std::getenv("HIER_TEST_FAIL") &&
+                         !std::getenv("QUANT_TEST_EXACT");
   if (!plants.empty()) {
     nonfinite.assign((n + kBlock - 1) / kBlock, 0);
     for (const Plant& p : plants)
@@ -156,7 +158,7 @@ void run_case(int64_t n, bool in_place, int seed, const std::vector<Plant>& plan
       return;
     }
   }
-  check<T>(got, all, n, w, nonfinite, what);
+  check<T>(got, all, n, w, nonfinite, what, quantized);
 }
 
 std::vector<int64_t> counts() {
@@ -228,6 +230,297 @@ TEST(QuantAllreduce, OthersStayExact) {
       expect_exact<float>(MPI_FLOAT, MPI_MAX, n, in_place);
       expect_exact<FloatInt>(MPI_FLOAT_INT, MPI_MINLOC, n, in_place);
     }
+}
+
+}  // namespace
+
+// ---- Reduce_scatter(_block), Allgather (qgZ / qwZ), error feedback ---------------------------
+
+namespace {
+
+constexpr int64_t kMinBytes = 64 * 1024;  // exec::kQuantMinBytes
+
+bool quantizing() { return !std::getenv("HIER_TEST_FAIL") && !std::getenv("QUANT_TEST_EXACT"); }
+bool feedback_on() {
+  const char* f = std::getenv("HIER_QUANT_FEEDBACK");
+  return f && std::string(f) != "off" && std::string(f) != "0";
+}
+
+// Sum over nodes of the largest |node partial sum| over values [b0, b1) (at offset `first` of
+// each rank's row of `stride` values in `all`): the A of the bounds.
+template <class T>
+double node_absmax_sum(const std::vector<T>& all, int64_t stride, int64_t first, int64_t b0, int64_t b1, const World& w) {
+  double A = 0;
+  for (int m = 0; m < w.N; ++m) {
+    double mx = 0;
+    for (int64_t i = b0; i < b1; ++i) {
+      double s = 0;
+      for (int r = m * w.L; r < (m + 1) * w.L; ++r) s += all[r * stride + first + i];
+      mx = std::max(mx, std::fabs(s));
+    }
+    A += mx;
+  }
+  return A;
+}
+
+// Per-element bound of a value quantized once per node's partial sum (reduce-scatter, qgZ):
+// A/(2Q) with A = sum over nodes of the largest |partial sum| of that node in the element's
+// block (blocks start at the piece's first value), float32 scales (1 + 1e-5), plus the float
+// rounding of the sums. Exact paths (QUANT_TEST_EXACT, failures): the rounding term alone.
+template <class T>
+void check_rs_piece(const T* got, const std::vector<T>& all, int64_t total, int64_t first, int64_t n, const World& w,
+                    const std::string& what, double* max_ratio = nullptr, bool expect = true) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  const bool quant = quantizing() && total * static_cast<int64_t>(sizeof(T)) >= kMinBytes;
+  int bad = 0;
+  for (int64_t b0 = 0; b0 < n && bad < 5; b0 += kBlock) {
+    const int64_t b1 = std::min(n, b0 + kBlock);
+    const double A = node_absmax_sum(all, total, first, b0, b1, w);
+    for (int64_t i = b0; i < b1 && bad < 5; ++i) {
+      double ref = 0, mag = 0;
+      for (int r = 0; r < w.size; ++r) {
+        ref += all[r * total + first + i];
+        mag += std::fabs(static_cast<double>(all[r * total + first + i]));
+      }
+      const double q = quant ? A / (2.0 * w.Q) * (1 + 1e-5) : 0.0;
+      const double bound = q + eps * (w.size + 2) * (mag + A) + 1e-300;
+      const double err = std::fabs(static_cast<double>(got[i]) - ref);
+      if (max_ratio) *max_ratio = std::max(*max_ratio, err / bound);
+      if (expect && !(err <= bound)) {
+        ++bad;
+        ADD_FAILURE() << what << " element " << first + i << ": " << got[i] << " vs float64 " << ref << " (bound " << bound << ")";
+      }
+    }
+  }
+}
+
+// counts[r] values for rank r; block: all equal.
+template <class T>
+void rs_case(const std::vector<int64_t>& counts, bool block, bool in_place, int seed) {
+  const World w = world();
+  int64_t total = 0, first = 0;
+  for (int r = 0; r < w.size; ++r) {
+    if (r == w.rank) first = total;
+    total += counts[r];
+  }
+  const std::string what = std::string(block ? "reduce_scatter_block " : "reduce_scatter ") +
+                           (std::is_same_v<T, float> ? "float" : "double") + " total " + std::to_string(total) +
+                           (in_place ? " in-place" : "") + " seed " + std::to_string(seed);
+  std::vector<T> mine(total), all(static_cast<size_t>(total) * w.size);
+  for (int64_t i = 0; i < total; ++i) mine[i] = static_cast<T>(input(w.rank, i, seed));
+  if (total)
+    PMPI_Allgather(mine.data(), static_cast<int>(total), mpi_type<T>(), all.data(), static_cast<int>(total),
+                   mpi_type<T>(), MPI_COMM_WORLD);
+  std::vector<int> ic(counts.begin(), counts.end());
+  auto call = [&](std::vector<T>& out) {
+    if (in_place) {
+      out = mine;
+      out.resize(std::max<int64_t>(total, 1));
+      return block ? MPI_Reduce_scatter_block(MPI_IN_PLACE, out.data(), ic[0], mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD)
+                   : MPI_Reduce_scatter(MPI_IN_PLACE, out.data(), ic.data(), mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD);
+    }
+    out.assign(std::max<int64_t>(counts[w.rank], 1), T(-12345));
+    return block ? MPI_Reduce_scatter_block(mine.data(), out.data(), ic[0], mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD)
+                 : MPI_Reduce_scatter(mine.data(), out.data(), ic.data(), mpi_type<T>(), MPI_SUM, MPI_COMM_WORLD);
+  };
+  std::vector<T> got, again;
+  ASSERT_EQ(call(got), MPI_SUCCESS) << what;
+  check_rs_piece<T>(got.data(), all, total, first, counts[w.rank], w, what);
+  // The same call again gives the same bits (one fixed order, no state: feedback is off here).
+  if (!feedback_on()) {
+    ASSERT_EQ(call(again), MPI_SUCCESS) << what;
+    EXPECT_EQ(std::memcmp(got.data(), again.data(), counts[w.rank] * sizeof(T)), 0) << what << ": not repeatable";
+  }
+}
+
+std::vector<int64_t> rs_counts(int64_t base, int size, bool uneven) {
+  std::vector<int64_t> c(size, base);
+  if (uneven)
+    for (int r = 0; r < size; ++r) c[r] = r % 3 == 1 ? 0 : base + 37 * r;  // zeros, primes-ish, unaligned
+  return c;
+}
+
+TEST(QuantReduceScatter, BlockAndVector) {
+  const World w = world();
+  int seed = 100;
+  std::vector<int64_t> bases = {1, 7, 509, 4099, 16411};
+  if (!std::getenv("COLL_TEST_QUICK")) bases.push_back(65537);
+  for (int64_t b : bases)
+    for (bool in_place : {false, true}) {
+      rs_case<float>(rs_counts(b, w.size, false), true, in_place, seed++);
+      rs_case<double>(rs_counts(b, w.size, false), true, in_place, seed++);
+      rs_case<float>(rs_counts(b, w.size, true), false, in_place, seed++);
+    }
+}
+
+// Allgather: every rank's block, quantized once at its source: within s/2 of the input, where s
+// = the largest |value| of its block / Q; the same bits on every rank.
+template <class T>
+void ag_case(int64_t c, bool in_place, bool derived_send, int seed) {
+  const World w = world();
+  const std::string what = std::string("allgather ") + (std::is_same_v<T, float> ? "float" : "double") + " count " +
+                           std::to_string(c) + (in_place ? " in-place" : "") + (derived_send ? " derived" : "") +
+                           " seed " + std::to_string(seed);
+  std::vector<T> mine(c), got(static_cast<size_t>(c) * w.size, T(-12345));
+  for (int64_t i = 0; i < c; ++i) mine[i] = static_cast<T>(input(w.rank, i, seed));
+  int rc;
+  if (in_place) {
+    std::copy(mine.begin(), mine.end(), got.begin() + w.rank * c);
+    rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got.data(), static_cast<int>(c), mpi_type<T>(), MPI_COMM_WORLD);
+  } else if (derived_send) {
+    MPI_Datatype ct;
+    MPI_Type_contiguous(static_cast<int>(c), mpi_type<T>(), &ct);
+    MPI_Type_commit(&ct);
+    rc = MPI_Allgather(mine.data(), 1, ct, got.data(), static_cast<int>(c), mpi_type<T>(), MPI_COMM_WORLD);
+    MPI_Type_free(&ct);
+  } else {
+    rc = MPI_Allgather(mine.data(), static_cast<int>(c), mpi_type<T>(), got.data(), static_cast<int>(c), mpi_type<T>(),
+                       MPI_COMM_WORLD);
+  }
+  ASSERT_EQ(rc, MPI_SUCCESS) << what;
+  expect_same_everywhere(got.data(), got.size() * sizeof(T), w, what);
+  const bool quant = quantizing() && c * w.size * static_cast<int64_t>(sizeof(T)) >= kMinBytes;
+  int bad = 0;
+  for (int r = 0; r < w.size && bad < 5; ++r)
+    for (int64_t b0 = 0; b0 < c && bad < 5; b0 += kBlock) {
+      const int64_t b1 = std::min(c, b0 + kBlock);
+      double mx = 0;
+      for (int64_t i = b0; i < b1; ++i) mx = std::max(mx, std::fabs(static_cast<double>(static_cast<T>(input(r, i, seed)))));
+      const double bound = quant ? mx / (2.0 * w.Q) * (1 + 1e-5) : 0.0;
+      for (int64_t i = b0; i < b1 && bad < 5; ++i) {
+        const double x = static_cast<T>(input(r, i, seed));
+        if (!(std::fabs(static_cast<double>(got[r * c + i]) - x) <= bound)) {
+          ++bad;
+          ADD_FAILURE() << what << " rank " << r << " element " << i << ": " << got[r * c + i] << " vs " << x
+                        << " (bound " << bound << ")";
+        }
+      }
+    }
+}
+
+TEST(QuantAllgather, FloatAndDouble) {
+  int seed = 200;
+  std::vector<int64_t> cs = {1, 7, 509, 4099, 16411};
+  if (!std::getenv("COLL_TEST_QUICK")) cs.push_back(65537);
+  for (int64_t c : cs)
+    for (bool in_place : {false, true}) {
+      ag_case<float>(c, in_place, false, seed++);
+      ag_case<double>(c, in_place, false, seed++);
+    }
+  ag_case<float>(4099, false, true, seed++);
+}
+
+// Under HIER_QUANT, what is not float/double (MPI_SUM for the reductions) stays byte-equal to PMPI.
+TEST(QuantReduceScatter, OthersStayExact) {
+  const World w = world();
+  const int64_t c = 40961;
+  std::vector<int> mine(c * w.size), got(c), ref(c);
+  std::vector<float> fm(c * w.size), fg(c), fr(c);
+  for (int64_t i = 0; i < c * w.size; ++i) {
+    mine[i] = static_cast<int>(mix(static_cast<uint64_t>(w.rank) << 32 ^ static_cast<uint64_t>(i)) % 2001) - 1000;
+    fm[i] = static_cast<float>(input(w.rank, i, 5));
+  }
+  ASSERT_EQ(PMPI_Reduce_scatter_block(mine.data(), ref.data(), static_cast<int>(c), MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Reduce_scatter_block(mine.data(), got.data(), static_cast<int>(c), MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(std::memcmp(got.data(), ref.data(), c * sizeof(int)), 0) << "int sum";
+  ASSERT_EQ(PMPI_Reduce_scatter_block(fm.data(), fr.data(), static_cast<int>(c), MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Reduce_scatter_block(fm.data(), fg.data(), static_cast<int>(c), MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(std::memcmp(fg.data(), fr.data(), c * sizeof(float)), 0) << "float max";
+  // Allgather of ints: a copy, byte-equal.
+  std::vector<int> ag(c * w.size), agr(c * w.size);
+  ASSERT_EQ(MPI_Allgather(mine.data(), static_cast<int>(c), MPI_INT, ag.data(), static_cast<int>(c), MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Allgather(mine.data(), static_cast<int>(c), MPI_INT, agr.data(), static_cast<int>(c), MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(std::memcmp(ag.data(), agr.data(), ag.size() * sizeof(int)), 0) << "int allgather";
+}
+
+// Error feedback: the same gradient summed K times on one buffer. With HIER_QUANT_FEEDBACK the
+// errors telescope (sum of K results = K * exact - the last residuals), so the accumulated error
+// stays within a few single-call bounds; without it the same error repeats K times and the
+// accumulated error passes that tolerance (checked too, so the test shows what feedback buys).
+TEST(QuantFeedback, AccumulatedSumConverges) {
+  if (!quantizing()) GTEST_SKIP() << "exact run";
+  const World w = world();
+  constexpr int K = 24;
+  const double tol_calls = 3.0;  // tolerance: 3 single-call bounds
+  // Allreduce.
+  {
+    const int64_t n = 20000;
+    std::vector<float> x(n), out(n);
+    std::vector<double> acc(n, 0.0);
+    for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(input(w.rank, i, 300));
+    std::vector<float> all(static_cast<size_t>(n) * w.size);
+    PMPI_Allgather(x.data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD);
+    for (int k = 0; k < K; ++k) {
+      ASSERT_EQ(MPI_Allreduce(x.data(), out.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+      for (int64_t i = 0; i < n; ++i) acc[i] += out[i];
+    }
+    // Per element: |acc - K*ref| against the single-call allreduce bound (two quantizations).
+    double worst = 0;
+    for (int64_t b0 = 0; b0 < n; b0 += kBlock) {
+      const int64_t b1 = std::min(n, b0 + kBlock);
+      const double A = node_absmax_sum(all, n, 0, b0, b1, w);
+      const double bound1 = A / (2.0 * w.Q) * (2.0 + 1.0 / (2.0 * w.Q)) * (1 + 1e-5) + 1e-6 * (w.size + 2) * 3 * A;
+      for (int64_t i = b0; i < b1; ++i) {
+        double ref = 0;
+        for (int r = 0; r < w.size; ++r) ref += all[r * n + i];
+        worst = std::max(worst, std::fabs(acc[i] - K * ref) / (tol_calls * bound1));
+      }
+    }
+    if (feedback_on()) EXPECT_LE(worst, 1.0) << "allreduce: accumulated error over " << K << " calls, in tolerances";
+    else EXPECT_GT(worst, 1.0) << "allreduce without feedback: the accumulated error should pass the tolerance";
+  }
+  // Reduce_scatter_block.
+  {
+    const int64_t c = 8209;
+    const int64_t total = c * w.size;
+    std::vector<float> x(total), out(c);
+    std::vector<double> acc(c, 0.0);
+    for (int64_t i = 0; i < total; ++i) x[i] = static_cast<float>(input(w.rank, i, 301));
+    std::vector<float> all(static_cast<size_t>(total) * w.size);
+    PMPI_Allgather(x.data(), static_cast<int>(total), MPI_FLOAT, all.data(), static_cast<int>(total), MPI_FLOAT, MPI_COMM_WORLD);
+    for (int k = 0; k < K; ++k) {
+      ASSERT_EQ(MPI_Reduce_scatter_block(x.data(), out.data(), static_cast<int>(c), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+      for (int64_t i = 0; i < c; ++i) acc[i] += out[i];
+    }
+    // With feedback, ref + (acc - K*ref)/tol_calls must pass the single-call bound.
+    double worst = 0;
+    std::vector<float> scaled(c);
+    for (int64_t i = 0; i < c; ++i) {
+      double ref = 0;
+      for (int r = 0; r < w.size; ++r) ref += all[r * total + w.rank * c + i];
+      scaled[i] = static_cast<float>(ref + (acc[i] - K * ref) / tol_calls);
+    }
+    check_rs_piece<float>(scaled.data(), all, total, w.rank * c, c, w, "rs feedback", &worst, feedback_on());
+    if (!feedback_on()) {
+      EXPECT_GT(worst, 1.0) << "reduce_scatter_block without feedback: the accumulated error should pass the tolerance";
+    }
+  }
+  // Allgather.
+  {
+    const int64_t c = 8209;
+    std::vector<float> x(c), out(c * w.size);
+    std::vector<double> acc(c * w.size, 0.0);
+    for (int64_t i = 0; i < c; ++i) x[i] = static_cast<float>(input(w.rank, i, 302));
+    for (int k = 0; k < K; ++k) {
+      ASSERT_EQ(MPI_Allgather(x.data(), static_cast<int>(c), MPI_FLOAT, out.data(), static_cast<int>(c), MPI_FLOAT, MPI_COMM_WORLD), MPI_SUCCESS);
+      for (int64_t i = 0; i < c * w.size; ++i) acc[i] += out[i];
+    }
+    expect_same_everywhere(acc.data(), acc.size() * sizeof(double), w, "allgather feedback");
+    double worst = 0;
+    for (int r = 0; r < w.size; ++r)
+      for (int64_t b0 = 0; b0 < c; b0 += kBlock) {
+        const int64_t b1 = std::min(c, b0 + kBlock);
+        double mx = 0;
+        for (int64_t i = b0; i < b1; ++i) mx = std::max(mx, std::fabs(static_cast<double>(static_cast<float>(input(r, i, 302)))));
+        const double bound1 = mx / (2.0 * w.Q) * (1 + 1e-5) * (1 + 1.0 / w.Q);
+        for (int64_t i = b0; i < b1; ++i) {
+          const double xv = static_cast<float>(input(r, i, 302));
+          worst = std::max(worst, std::fabs(acc[r * c + i] - K * xv) / (tol_calls * bound1));
+        }
+      }
+    if (feedback_on()) EXPECT_LE(worst, 1.0) << "allgather: accumulated error over " << K << " calls, in tolerances";
+    else EXPECT_GT(worst, 1.0) << "allgather without feedback: the accumulated error should pass the tolerance";
+  }
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Quantized MPI_Reduce_scatter_block and MPI_Allgather vs the MPI alone on three emulated shapes
+# (2x2, 2x4, 4x2 ranks on one 4-node cluster, 1 Gbit/s), variants alternated, REPS repetitions.
+# Reduce_scatter_block: 16 MiB float32 input per rank; allgather: a 16 MiB float32 result (the
+# block per rank is 16 MiB / P). Prints one line per run (median of the run's iterations, and
+# the bytes that crossed the links during it) and the drop counters; needs root.
+#   HIER_BUILD=build/quant-openmpi MPI=openmpi REPS=2 bench/hier-bench/quant_colls.sh
+cd "$(dirname "$0")/../.."
+b=$(realpath "${HIER_BUILD:-build/openmpi}")
+mpi=${MPI:-openmpi} reps=${REPS:-2} name=${NAME:-quant}
+tools/minicluster --name "$name" down >/dev/null 2>&1
+tools/minicluster --name "$name" up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
+trap 'tools/minicluster --name "$name" down >/dev/null 2>&1' EXIT
+out=/tmp/quant-colls.$name; rm -rf "$out"; mkdir -p "$out"
+sent() { tools/minicluster --name "$name" links --json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'; }
+run() {  # nodes ppn coll variant rep
+  local nodes=$1 ppn=$2 coll=$3 v=$4 rep=$5 envs size
+  case $v in mpi) envs=(HIER_DISABLE=1);; *) envs=(HIER_ALGO=hier HIER_QUANT=$v);; esac
+  size=16777216
+  [[ $coll == allgather ]] && size=$((16777216 / (nodes * ppn)))
+  local f=$out/$nodes.$ppn.$coll.$v.$rep.csv b0 d0 b1 d1
+  read -r b0 d0 < <(sent)
+  env "${envs[@]}" tools/minicluster --name "$name" run --timeout 180 --done-file "$f" --mpi "$mpi" --use-nodes "$nodes" --ppn "$ppn" \
+    --preload "$b/libhier.so" -- "$b/hier-bench" --colls "$coll" --min $size --max $size --iters 5 --warmup 1 \
+    --max-iters-bytes 16777216 --csv "$f" >/dev/null 2>&1
+  read -r b1 d1 < <(sent)
+  local med
+  med=$(awk -F, 'NR>1 {print $5}' "$f" 2>/dev/null | head -1)
+  echo "$nodes x $ppn $coll $v rep $rep median_us=${med:-FAILED} link_bytes=$((b1 - b0)) drops=$((d1 - d0))"
+}
+tools/minicluster --name "$name" run --mpi "$mpi" --use-nodes 2 --ppn 2 -- "$b/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1
+for rep in $(seq 1 "$reps"); do
+  for shape in "2 2" "2 4" "4 2"; do
+    for coll in reduce_scatter_block allgather; do
+      for v in mpi int8 int4; do run $shape $coll $v $rep; done
+    done
+  done
+done
+tools/minicluster --name "$name" links 2>&1 | tail -6
