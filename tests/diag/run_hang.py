@@ -38,6 +38,21 @@ def site_line(src, marker):
     fail(f"no SITE:{marker} in {src}")
 
 
+def strip_genv(cmd, name):
+    """cmd without `-genv NAME VALUE` / `-x NAME=VALUE`."""
+    out, i = [], 0
+    while i < len(cmd):
+        if cmd[i] == "-genv" and i + 1 < len(cmd) and cmd[i + 1] == name:
+            i += 3
+            continue
+        if cmd[i] == "-x" and i + 1 < len(cmd) and cmd[i + 1].startswith(name + "="):
+            i += 2
+            continue
+        out.append(cmd[i])
+        i += 1
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpi", required=True)
@@ -144,6 +159,15 @@ def main():
         print("PASS: no fault, no report")
         return
 
+    if a.mode == "kill" and not hang_lines and not files and t_fault and rc != 0:
+        # The launcher ended the job at the death (MPICH's hydra does, even with
+        # -disable-auto-cleanup): no hang to report. It must end the same way without libhier.
+        base = strip_genv(cmd, "LD_PRELOAD")
+        b = subprocess.run(base, capture_output=True, text=True, env=env, timeout=60)
+        if b.returncode == 0:
+            fail(f"without libhier the killed job exits 0, with it rc={rc}")
+        print(f"PASS: kill (the launcher ends the job at the death, with and without libhier: rc {rc} / {b.returncode})")
+        return
     if len(hang_lines) != 1 or len(files) != 1:
         fail(f"expected exactly one hang report, got {len(hang_lines)} lines and files {files}")
     if t_fault is None:
