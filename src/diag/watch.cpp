@@ -266,7 +266,12 @@ std::string status_line(uint64_t key, uint64_t asked_seq) {
       << '\t' << cv.root << '\t' << (now_ns() - cv.t0) / 1000000 << '\t' << clean(where::describe(f[0])) << '\t' << "";
   } else {
     // Not in a collective: what the main thread is doing, and where in the program.
-    const where::ThreadLook t = where::look_at_thread(g->main_tid);
+    // A blocked thread can be caught in a short run (a signal, a restarted sleep): look again.
+    where::ThreadLook t = where::look_at_thread(g->main_tid);
+    for (int i = 0; i < 10 && t.stack.empty(); ++i) {
+      usleep(20 * 1000);
+      t = where::look_at_thread(g->main_tid);
+    }
     const std::vector<where::Frame> fr = where::resolve(t.stack);
     std::string mpi_call, site;
     for (const where::Frame& f : fr) {
