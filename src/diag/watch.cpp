@@ -87,10 +87,10 @@ struct State {
 
 State* g = nullptr;  // never freed: the watchdog thread may outlive finalize at exit
 
-thread_local CallSlot* tl_slot = nullptr;
-thread_local MPI_Comm tl_last_comm = MPI_COMM_NULL;
-thread_local CommWatch* tl_last_watch = nullptr;
-thread_local uint64_t tl_last_epoch = 0;
+thread_local CallSlot* tl_slot __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local MPI_Comm tl_last_comm __attribute__((tls_model("initial-exec"))) = MPI_COMM_NULL;
+thread_local CommWatch* tl_last_watch __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint64_t tl_last_epoch __attribute__((tls_model("initial-exec"))) = 0;
 
 uint64_t now_ns() {
   timespec ts;
