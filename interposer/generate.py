@@ -116,6 +116,8 @@ def gen_c_wrappers(funcs, family):
     out = [HEADER, "#include <mpi.h>\n", '#include "core/errors.hpp"', '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
            if family != "init" else '#include "core/lifecycle.hpp"\n']
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
+    if family == "coll":
+        out.append('#include "diag/watch.hpp"\n')
     for f in funcs:
         if f.family != family:
             continue
@@ -135,6 +137,12 @@ def gen_c_wrappers(funcs, family):
             comm = "comm" if has_comm else "MPI_COMM_NULL"
             out.append("  if (!hier::core::should_intercept()) return fwd();")
             out.append("  hier::base::Guard guard;")
+            if family == "coll" and has_comm:
+                # Hang watchdog (HIER_WATCHDOG): sequence number, signature and call site.
+                names = [p.name for p in f.params]
+                cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
+                root = "root" if "root" in names else "-1"
+                out.append(f"  hier::diag::WatchScope watch(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
             # No C++ exception may cross into the C caller: caught here, returned as an MPI error.
             out.append("  try {")
             out.append(f"    const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")

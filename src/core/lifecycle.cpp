@@ -13,6 +13,7 @@
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
+#include "diag/watch.hpp"
 
 namespace hier::core {
 
@@ -91,6 +92,11 @@ void initialize(bool world_model, bool at_init) {
     usleep(300 * 1000);  // let the launcher forward rank 0's line first
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
+  // Hang watchdog: side channel set up with one PMPI_Allgather (HIER_WATCHDOG is agreed above).
+  if (world_model && at_init && !cfg.disable && cfg.watchdog_s > 0) {
+    diag::watch_init(cfg.watchdog_s, rank, size, cfg.report.c_str());
+    base::add_report_section("hangs", diag::hangs_json);
+  }
   HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, base::built_for_mpi(),
             cfg.disable ? "HIER_DISABLE=1, passthrough" : "active");
   std::atexit(report_at_exit);
@@ -141,6 +147,7 @@ void finalize_libhier() {
     if (g_runtime.finalize_seen) return;
     g_runtime.finalize_seen = true;
   }
+  diag::watch_finalize();
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
   base::run_finalize_hooks();

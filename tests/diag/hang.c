@@ -1,0 +1,75 @@
+/* Fault cases for the hang watchdog (tests/diag/run_hang.py). Built with -g: the reports must
+ * name this file's lines, found by the driver through the SITE markers. */
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void fault_marker(int rank, const char* what) {
+  printf("FAULT rank %d pid %d %s\n", rank, (int)getpid(), what);
+  fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const char* mode = argc > 1 ? argv[1] : "none";
+  const int secs = argc > 2 ? atoi(argv[2]) : 4;
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int victim = 1 % size;
+  double x = rank + 1, y = 0;
+  int i;
+  for (i = 0; i < 3; ++i) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* no fault here */
+
+  if (!strcmp(mode, "sleep")) {
+    if (rank == victim) {
+      fault_marker(rank, "sleep");
+      sleep(secs); /* SITE:sleep */
+    }
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce */
+  } else if (!strcmp(mode, "stop")) {
+    if (rank == victim) {
+      fault_marker(rank, "stop");
+      raise(SIGSTOP); /* SITE:stop */
+    }
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce_stop */
+  } else if (!strcmp(mode, "kill")) {
+    if (rank == victim) {
+      fault_marker(rank, "kill");
+      raise(SIGKILL);
+    }
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce_kill */
+  } else if (!strcmp(mode, "mismatch")) {
+    int n = 1 << 16;
+    double* buf = calloc((size_t)n, sizeof(double));
+    double* out = calloc((size_t)n, sizeof(double));
+    if (rank == victim) {
+      fault_marker(rank, "mismatch");
+      MPI_Bcast(buf, n, MPI_DOUBLE, victim, MPI_COMM_WORLD); /* SITE:bcast */
+    } else {
+      MPI_Allreduce(buf, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce_mm */
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* SITE:barrier_mm */
+    free(buf);
+    free(out);
+  } else if (!strcmp(mode, "split")) {
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, half);
+    if (rank == size - 1) {
+      fault_marker(rank, "sleep-split");
+      sleep(secs); /* SITE:sleep_split */
+    }
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, half); /* SITE:allreduce_split */
+    MPI_Comm_free(&half);
+  }
+  /* After the split case's hang, a world collective would be a second (consequential) hang. */
+  if (strcmp(mode, "split"))
+    for (i = 0; i < 3; ++i) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) printf("DONE %g\n", y);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Runs tests/diag/hang.c under mpiexec with libhier preloaded and HIER_WATCHDOG=2, injects one
+fault, and checks the hang report: it appears within the limit + 5 s of the fault, exactly once
+(stderr and one JSON file in HIER_REPORT's directory), names the communicator, the collective,
+the waiting ranks with their call sites (file:line of hang.c) and the missing rank with what it
+does. The job then ends as it would without libhier (a clean exit where the program recovers;
+killed by this script where it would hang forever).
+
+usage: run_hang.py --mpi openmpi|mpich --mpiexec PATH --lib libhier.so --exe hang --src hang.c MODE
+MODE: none sleep stop kill mismatch split
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+LIMIT = 2.0
+NP = 4
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def site_line(src, marker):
+    with open(src) as f:
+        for i, line in enumerate(f, 1):
+            if f"SITE:{marker} " in line:
+                return f"hang.c:{i}"
+    fail(f"no SITE:{marker} in {src}")
+
+
+def strip_genv(cmd, name):
+    """cmd without `-genv NAME VALUE` / `-x NAME=VALUE`."""
+    out, i = [], 0
+    while i < len(cmd):
+        if cmd[i] == "-genv" and i + 1 < len(cmd) and cmd[i + 1] == name:
+            i += 3
+            continue
+        if cmd[i] == "-x" and i + 1 < len(cmd) and cmd[i + 1].startswith(name + "="):
+            i += 2
+            continue
+        out.append(cmd[i])
+        i += 1
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mpi", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--exe", required=True)
+    ap.add_argument("--src", required=True)
+    ap.add_argument("--launcher", default="", help="extra launcher arguments (cluster runs)")
+    ap.add_argument("mode")
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix=f"hier-hang-{a.mode}-")
+    env_vars = {"LD_PRELOAD": a.lib, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
+    cmd = [a.mpiexec]
+    if a.mpi == "openmpi":
+        cmd += ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+                "--mca", "btl_vader_single_copy_mechanism", "none"]
+        for k, v in env_vars.items():
+            cmd += ["-x", f"{k}={v}"]
+        if a.mode == "kill":
+            cmd += ["--enable-recovery"]  # keep the job alive: the others wait on the dead rank
+    else:
+        for k, v in env_vars.items():
+            cmd += ["-genv", k, v]
+        if a.mode == "kill":
+            cmd += ["-disable-auto-cleanup"]
+    cmd += a.launcher.split()
+    sleep_s = str(int(LIMIT) + 4)
+    cmd += ["-n", str(NP), a.exe, a.mode, sleep_s]
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+
+    t_start = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         start_new_session=True)
+    lines = []  # (time, stream, text)
+    lock = threading.Lock()
+
+    def reader(stream, name):
+        for line in stream:
+            with lock:
+                lines.append((time.monotonic(), name, line.rstrip("\n")))
+
+    ts = [threading.Thread(target=reader, args=(p.stdout, "out"), daemon=True),
+          threading.Thread(target=reader, args=(p.stderr, "err"), daemon=True)]
+    for t in ts:
+        t.start()
+
+    def find(pred):
+        with lock:
+            for t, s, l in lines:
+                if pred(l):
+                    return t, l
+        return None, None
+
+    hang_files = lambda: sorted(glob.glob(f"{tmp}/hier-hang-*.json"))
+    t_fault = victim_pid = t_report = None
+    continued = False
+    deadline = t_start + 60
+    expect_hang = a.mode != "none"
+    while time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+        if t_fault is None:
+            t_fault, l = find(lambda l: l.startswith("FAULT "))
+            if l:
+                victim_pid = int(l.split()[4])
+        if t_report is None and hang_files():
+            t_report, _ = find(lambda l: "HANG:" in l)
+            t_report = t_report or time.monotonic()
+        if a.mode == "stop" and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
+            time.sleep(0.5)  # let the report be complete
+            os.kill(victim_pid, signal.SIGCONT)
+            continued = True
+        if a.mode in ("kill", "mismatch") and t_report and time.monotonic() > t_report + 1.0:
+            break  # without libhier this job would hang: end it as a user would
+    if p.poll() is None:
+        if a.mode not in ("kill", "mismatch") or not t_report:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            for t in ts:
+                t.join(2)
+            print("\n".join(f"[{s}] {l}" for _, s, l in lines))
+            fail(f"mode {a.mode}: the job did not end (t_fault={t_fault}, t_report={t_report})")
+        os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    rc = p.wait()
+    for t in ts:
+        t.join(5)
+    out = "\n".join(f"[{s}] {l}" for _, s, l in lines)
+    print(out)
+    hang_lines = [l for _, s, l in lines if "HANG:" in l]
+    files = hang_files()
+
+    if not expect_hang:
+        if hang_lines or files:
+            fail(f"a run with no fault printed a hang report: {hang_lines} {files}")
+        if rc != 0 or "DONE" not in out:
+            fail(f"clean run failed: rc={rc}")
+        print("PASS: no fault, no report")
+        return
+
+    if a.mode == "kill" and not hang_lines and not files and t_fault and rc != 0:
+        # The launcher ended the job at the death (MPICH's hydra does, even with
+        # -disable-auto-cleanup): no hang to report. It must end the same way without libhier.
+        base = strip_genv(cmd, "LD_PRELOAD")
+        b = subprocess.run(base, capture_output=True, text=True, env=env, timeout=60)
+        if b.returncode == 0:
+            fail(f"without libhier the killed job exits 0, with it rc={rc}")
+        print(f"PASS: kill (the launcher ends the job at the death, with and without libhier: rc {rc} / {b.returncode})")
+        return
+    if len(hang_lines) != 1 or len(files) != 1:
+        fail(f"expected exactly one hang report, got {len(hang_lines)} lines and files {files}")
+    if t_fault is None:
+        fail("no FAULT marker")
+    delay = t_report - t_fault
+    print(f"report {delay:.2f} s after the fault (limit {LIMIT} s)")
+    if delay > LIMIT + 5:
+        fail(f"report came {delay:.1f} s after the fault, more than limit + 5 s")
+    with open(files[0]) as f:
+        j = json.load(f)
+    print(json.dumps(j, indent=1))
+    victim = 1 if a.mode != "split" else NP - 1
+    waiting = {w["rank"]: w for w in j["waiting"]}
+    missing = {m["rank"]: m for m in j["missing"]}
+
+    def expect(cond, what):
+        if not cond:
+            fail(what)
+
+    if a.mode == "mismatch":
+        expect(j["collective"] in ("MPI_Allreduce", "MPI_Bcast"), "collective named")
+        mm = {c["call"].split("(")[0]: c["ranks"] for c in j.get("mismatch", [])}
+        expect(mm.get("MPI_Bcast") == [1], f"mismatch names rank 1's MPI_Bcast: {mm}")
+        expect(mm.get("MPI_Allreduce") == [0, 2, 3], f"mismatch names ranks 0,2,3's MPI_Allreduce: {mm}")
+        sites = {r: w["call_site"] for r, w in waiting.items()}
+        for r in (0, 2, 3):
+            if r in waiting:
+                expect(sites[r].startswith(site_line(a.src, "allreduce_mm")), f"rank {r} call site {sites[r]}")
+        if 1 in waiting:
+            expect(waiting[1]["call_site"].startswith(site_line(a.src, "bcast")), f"rank 1 call site {waiting[1]}")
+        # The job would hang without libhier; this script ended it.
+        print("PASS: mismatch reported")
+        return
+
+    expect(j["collective"] == "MPI_Allreduce", f"collective {j['collective']}")
+    expect(list(missing) == [victim], f"missing ranks {list(missing)}, expected [{victim}]")
+    site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split"}[a.mode]
+    want = site_line(a.src, site)
+    members = [1, 3] if a.mode == "split" else list(range(NP))
+    expect(j["communicator"]["world_ranks"] == members, f"communicator world ranks {j['communicator']}")
+    expect(sorted(waiting) == [r for r in members if r != victim], f"waiting ranks {sorted(waiting)}")
+    for r, w in waiting.items():
+        expect(w["call_site"].startswith(want), f"rank {r} call site {w['call_site']}, expected {want}")
+    m = missing[victim]
+    if a.mode in ("sleep", "split"):
+        expect(m["state"] == "not_arrived", f"state {m}")
+        sl = site_line(a.src, "sleep" if a.mode == "sleep" else "sleep_split")
+        expect(sl in m["what"] and "not in MPI" in m["what"], f"missing rank's activity {m['what']}, expected {sl}")
+        expect(rc == 0 and "DONE" in out, f"the job must finish normally after the sleep: rc={rc}")
+    elif a.mode == "stop":
+        expect(m["state"] == "not_responding" and "stopped?" in m["what"], f"state {m}")
+        expect(rc == 0 and "DONE" in out, f"the job must finish after SIGCONT: rc={rc}")
+    elif a.mode == "kill":
+        expect(m["state"] == "gone", f"state {m}")
+    print(f"PASS: {a.mode}")
+
+
+if __name__ == "__main__":
+    main()
