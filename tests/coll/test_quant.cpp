@@ -336,7 +336,10 @@ void rs_case(const std::vector<int64_t>& counts, bool block, bool in_place, int 
 std::vector<int64_t> rs_counts(int64_t base, int size, bool uneven) {
   std::vector<int64_t> c(size, base);
   if (uneven)
-    for (int r = 0; r < size; ++r) c[r] = r % 3 == 1 ? 0 : base + 37 * r;  // zeros, primes-ish, unaligned
+    // Zeros, unaligned, decreasing: no rank's count exceeds its displacement. MPICH 4.0.2's own
+    // in-place MPI_Reduce_scatter (the exact fallback) memcpy's a rank's piece to the start of
+    // recvbuf and asserts on overlapping ranges otherwise (typerep_yaksa_pack.c:286).
+    for (int r = 0; r < size; ++r) c[r] = r % 3 == 1 ? 0 : base + 37 * (size - 1 - r);
   return c;
 }
 
