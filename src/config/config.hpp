@@ -44,6 +44,7 @@ struct Config {
   double watchdog_s = 0.0;  // 0 = off
   int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (sched/tuning.cpp), 0 = off
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
+  bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
 
   Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }
   Quant quant_for(Coll c) const { return quant[static_cast<size_t>(c)]; }

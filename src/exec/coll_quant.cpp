@@ -193,7 +193,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   key.true_lb = t.true_lb;
   key.quant = static_cast<uint8_t>(bits);
   key.quant_block = static_cast<int32_t>(kBlock);
-  const sched::Schedule* s = schedule(p, key, [&](int) {
+  auto s = schedule(p, key, [&](int) {
     sched::Schedule q;
     q.name = bits == 8 ? "allreduce/quant-int8" : "allreduce/quant-int4";
     return q;

@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <vector>
 
 #include "exec/scratch.hpp"
 #include "sched/cache.hpp"
@@ -24,6 +25,12 @@ struct Context {
   // buffers may be device memory, so collectives here are left to the (GPU-aware) MPI on every
   // rank. A rank never decides this from its own buffers: the peers cannot see them.
   bool gpu_anywhere = false;
+  // Nonblocking requests (exec/request.cpp, under its lock): memory of finished requests, kept
+  // for the next; requests outstanding here; whether one runs on `scratch`/`tmp` above (then
+  // every other call here first waits for it).
+  std::vector<std::unique_ptr<RequestMemory>> request_memory;
+  int requests = 0;
+  bool memory_lent = false;
 };
 
 // The context of `comm`, created on first use. Creation is collective over `comm` (it builds

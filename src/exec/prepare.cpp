@@ -9,6 +9,7 @@
 #include "core/wrap.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
+#include "exec/request.hpp"
 #include "exec/typed.hpp"
 #include "util/inject.hpp"
 
@@ -23,7 +24,7 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
   return sched::worth_building({coll, count * size}, forced);
 }
 
-std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm) {
+std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, bool nonblocking) {
   const config::Algo forced = config::get().algo_for(coll);
   const sched::Query q{coll, bytes};
   if (!sched::worth_building(q, forced)) return std::nullopt;
@@ -35,12 +36,13 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm)
                static_cast<long long>(bytes), p.plan.why);
     return std::nullopt;
   }
+  before_call(ctx, nonblocking);
   return p;
 }
 
-const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
+std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
                                 int variant, bool both) {
-  if (const sched::Cache::Entry* hit = p.ctx->cache.find(key)) return hit->variant[variant].get();
+  if (const sched::Cache::Entry* hit = p.ctx->cache.find(key)) return hit->variant[variant];
   // 0: acquired; otherwise 1 + the point that failed here. An exception (std::bad_alloc from a
   // builder) is a failure like any other: it must not leave this rank out of the agreement.
   int failed = 0;
@@ -62,6 +64,11 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
   } catch (...) {
     if (!failed) failed = 1 + static_cast<int>(Acquire::Plan);
   }
+  // A blocking allreduce, also inside a nonblocking call (MPI_Iallreduce, exec/request.hpp):
+  // every rank makes the program's collective calls on this communicator in one order, so every
+  // rank misses on the same call and reaches this agreement there, whatever requests are
+  // outstanding (they run on the level communicators, never on `internal`). The cost: the first
+  // call with a new key synchronizes the ranks like a blocking collective would.
   int agreed = failed;
   if (PMPI_Allreduce(&failed, &agreed, 1, MPI_INT, MPI_MAX, p.ctx->levels->internal) != MPI_SUCCESS)
     agreed = std::max(failed, 1 + static_cast<int>(Acquire::Scratch));
@@ -70,7 +77,7 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
     note_fallback(static_cast<Acquire>(agreed - 1), failed != 0);
     return nullptr;
   }
-  const sched::Schedule* s = p.ctx->cache.find(key)->variant[variant].get();
+  std::shared_ptr<const sched::Schedule> s = p.ctx->cache.find(key)->variant[variant];
   HIER_TRACE("sched", "rank %d: %s, %s: %s", p.ctx->levels->rank, sched::to_string(p.plan.algo), p.plan.why,
              sched::to_string(*s).c_str());
   return s;
