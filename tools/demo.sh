@@ -9,16 +9,18 @@
 # order). The cluster is torn down at the end, also on failure.
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
-#   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
+#   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N] [--overlap]
+# --overlap: train_mlp --overlap 1 (one MPI_Iallreduce per layer during backward), with
+# HIER_PROGRESS=thread for libhier (docs/nonblocking.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2
+mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 overlap=0
 while (($#)); do
   case $1 in
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
-    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;;
-    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps)" >&2; exit 2;;
+    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;; --overlap) overlap=1; shift;;
+    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps, --overlap)" >&2; exit 2;;
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
@@ -29,7 +31,8 @@ if [[ ! -f build/$mpi/libhier.so || ! -x build/$mpi/examples/train_mlp ]]; then
 fi
 lib=$root/build/$mpi/libhier.so
 prog=$root/build/$mpi/examples/train_mlp
-args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0)
+args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0 --overlap "$overlap")
+((overlap)) && export HIER_PROGRESS=thread
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 unset HIER_DISABLE
 

@@ -62,9 +62,16 @@ std::string report() {
 // The status of a completed collective request, as the MPIs give it for their own (measured:
 // source 0, tag 0, no elements, not cancelled); MPI_ERROR comes from the return value.
 }  // namespace
+// What the MPI's generalized request keeps. Two owners: the MPI (until it calls free_fn, which
+// MPICH does at MPI_Request_free even before completion, Open MPI once it is also complete)
+// and libhier (until its PMPI_Grequest_complete returned); the last one deletes it.
 struct Extra {
   int rc = MPI_SUCCESS;
   MPI_Request handle = MPI_REQUEST_NULL;
+  std::atomic<int> owners{2};
+  void drop() {
+    if (owners.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
 };
 namespace {
 int query_fn(void* extra, MPI_Status* st) {
@@ -82,7 +89,7 @@ int free_fn(void* extra) {
     std::lock_guard<std::mutex> hk(g_hmu);
     g_handles.erase(e->handle);
   }
-  delete e;
+  e->drop();
   return MPI_SUCCESS;
 }
 int cancel_fn(void*, int) { return MPI_SUCCESS; }  // never reached: core refuses MPI_Cancel first
@@ -131,7 +138,7 @@ int retire(CollRequest* r) {
 
 // Advances every request; completes (outside the lock) the handles of those that finished.
 void progress_round() {
-  std::vector<std::pair<MPI_Request, int>> done;
+  std::vector<std::pair<MPI_Request, Extra*>> done;
   std::vector<std::unique_ptr<CollRequest>> gone;
   {
     std::lock_guard<std::mutex> lk(g_mu);
@@ -139,7 +146,8 @@ void progress_round() {
       CollRequest* r = g_active[i];
       if (!advance(r)) continue;
       const int rc = retire(r);
-      done.emplace_back(r->handle, rc);
+      (void)rc;  // in r->extra: the MPI reads it through query_fn
+      done.emplace_back(r->handle, r->extra);
       gone.emplace_back(r);
       g_active.erase(g_active.begin() + static_cast<std::ptrdiff_t>(i));
       --i;
@@ -147,7 +155,10 @@ void progress_round() {
     }
   }
   // The code reaches the program through query_fn (the completion call's return value).
-  for (auto& d : done) PMPI_Grequest_complete(d.first);
+  for (auto& [h, extra] : done) {
+    PMPI_Grequest_complete(h);
+    extra->drop();
+  }
 }
 
 // The progress thread (HIER_PROGRESS=thread, MPI_THREAD_MULTIPLE only).

@@ -345,6 +345,8 @@ TEST(Nonblocking, CancelIsAnError) {
   EXPECT_NE(rc_theirs, MPI_SUCCESS);
   EXPECT_EQ(c1, c2) << "MPI_Cancel of a collective request";
   MPI_Status s1, s2;
+  std::memset(&s1, 0x7F, sizeof s1);
+  std::memset(&s2, 0, sizeof s2);  // MPICH 4.0 leaves most of a collective's status unset
   ASSERT_EQ(MPI_Wait(&mine, &s1), MPI_SUCCESS);
   ASSERT_EQ(PMPI_Wait(&theirs, &s2), MPI_SUCCESS);
   EXPECT_EQ(out, out2);
@@ -354,10 +356,9 @@ TEST(Nonblocking, CancelIsAnError) {
   MPI_Test_cancelled(&s2, &k2);
   EXPECT_EQ(k1, k2);
   EXPECT_EQ(k1, 0);
-  int n1 = -1, n2 = -2;
+  int n1 = -1;
   MPI_Get_count(&s1, MPI_BYTE, &n1);
-  MPI_Get_count(&s2, MPI_BYTE, &n2);
-  EXPECT_EQ(n1, n2);
+  EXPECT_EQ(n1, 0);  // what Open MPI gives for its own (MPICH leaves it undefined, as the standard)
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
