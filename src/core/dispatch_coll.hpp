@@ -33,17 +33,36 @@ constexpr auto narrow(const T& v) {
   else return v;
 }
 
-// The blocking collective whose schedule a nonblocking one runs (itself for blocking ones).
+// Nonblocking (MPI_I...) and persistent (MPI_..._init) forms of the rewritten collectives, and
+// the blocking collective whose schedule each runs.
+struct Form {
+  Fn fn, blocking;
+  bool persistent;
+};
+inline constexpr Form kForms[] = {
+    {Fn::Iallreduce, Fn::Allreduce, false},
+    {Fn::Ireduce, Fn::Reduce, false},
+    {Fn::Ireduce_scatter_block, Fn::Reduce_scatter_block, false},
+    {Fn::Ireduce_scatter, Fn::Reduce_scatter, false},
+    {Fn::Iallgather, Fn::Allgather, false},
+    {Fn::Iallgatherv, Fn::Allgatherv, false},
+    {Fn::Ibcast, Fn::Bcast, false},
+    {Fn::Allreduce_init, Fn::Allreduce, true},
+    {Fn::Reduce_init, Fn::Reduce, true},
+    {Fn::Reduce_scatter_block_init, Fn::Reduce_scatter_block, true},
+    {Fn::Reduce_scatter_init, Fn::Reduce_scatter, true},
+    {Fn::Allgather_init, Fn::Allgather, true},
+    {Fn::Allgatherv_init, Fn::Allgatherv, true},
+    {Fn::Bcast_init, Fn::Bcast, true},
+};
+constexpr const Form* form_of(Fn f) {
+  for (const Form& x : kForms)
+    if (x.fn == f) return &x;
+  return nullptr;
+}
 template <Fn B>
 constexpr Fn blocking_of() {
-  if constexpr (B == Fn::Iallreduce) return Fn::Allreduce;
-  else if constexpr (B == Fn::Ireduce) return Fn::Reduce;
-  else if constexpr (B == Fn::Ireduce_scatter_block) return Fn::Reduce_scatter_block;
-  else if constexpr (B == Fn::Ireduce_scatter) return Fn::Reduce_scatter;
-  else if constexpr (B == Fn::Iallgather) return Fn::Allgather;
-  else if constexpr (B == Fn::Iallgatherv) return Fn::Allgatherv;
-  else if constexpr (B == Fn::Ibcast) return Fn::Bcast;
-  else return B;
+  return form_of(B) ? form_of(B)->blocking : B;
 }
 
 // req: null for a blocking call; the nonblocking call's handle otherwise.
@@ -80,7 +99,9 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     return passthrough(fwd);
   }
   // The runtime came after the agreement: the other ranks may run the schedule, so this one
-  // must too, on host copies the MPI makes of its device buffers.
+  // must too, on host copies the MPI makes of its device buffers. Not for a persistent
+  // collective (its schedule runs at every MPI_Start, the copies would be gone): an error.
+  if (exec::persistent_init_scope()) return {MPI_ERR_BUFFER, diag::AlgoTag::Flat};
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
   auto rc = hierarchical<B>(req, a...);
@@ -98,10 +119,18 @@ Outcome nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
   return with_buffers<blocking_of<B>()>(fwd, std::get<sizeof...(I)>(t), std::get<I>(t)...);
 }
 
+// A persistent collective (MPI_Allreduce_init, ...): the blocking collective's arguments, the
+// info (no hints are read), then the request; made persistent (exec/request.hpp).
+template <Fn B, class Fwd, class Tuple, size_t... I>
+Outcome persistent(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
+  exec::PersistentInit scope;
+  return with_buffers<blocking_of<B>()>(fwd, std::get<sizeof...(I) + 1>(t), std::get<I>(t)...);
+}
+
 template <Fn B>
-constexpr bool has_nonblocking = B == Fn::Iallreduce || B == Fn::Ireduce || B == Fn::Ireduce_scatter_block ||
-                                 B == Fn::Ireduce_scatter || B == Fn::Iallgather || B == Fn::Iallgatherv ||
-                                 B == Fn::Ibcast;
+constexpr bool has_persistent = form_of(B) && form_of(B)->persistent;
+template <Fn B>
+constexpr bool has_nonblocking = form_of(B) && !form_of(B)->persistent;
 
 template <Fn B>
 constexpr bool has_hierarchical = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
@@ -121,6 +150,8 @@ inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
         return coll_detail::nonblocking<B>(fwd, std::make_tuple(coll_detail::narrow(args)...),
                                            std::make_index_sequence<sizeof...(Args) - 1>{});
     }
+  } else if constexpr (coll_detail::has_persistent<B>) {
+    return coll_detail::persistent<B>(fwd, std::make_tuple(args...), std::make_index_sequence<sizeof...(Args) - 2>{});
   } else if constexpr (coll_detail::has_hierarchical<B>) {
     // v-variants of the large-count family pass arrays of MPI_Count: not convertible, flat.
     if constexpr ((std::is_convertible_v<decltype(coll_detail::narrow(args)), decltype(args)> && ...) &&

@@ -111,9 +111,10 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
     if (displs) r->displs = *displs;
     char* m = request_scratch(*r, s.scratch + (st.dense ? 0 : bytes[rank]), nullptr);
     if (!m) return MPI_ERR_NO_MEM;
-    if (!st.dense) {
-      if (int rc = pack(src, scount, r->st, m + s.scratch); rc != MPI_SUCCESS) return rc;
-      src = m + s.scratch;
+    if (!st.dense) {  // packed at every start (persistent requests start many times)
+      char* staging = m + s.scratch;
+      r->before = [src, scount, staging, info = &r->st] { return pack(src, scount, *info, staging); };
+      src = staging;
     }
     r->blocks = std::make_unique<UserBlocks>(nullptr, 0, r->st, static_cast<char*>(recvbuf), r->t,
                                              uniform ? nullptr : r->counts.data(), displs ? r->displs.data() : nullptr,
@@ -202,7 +203,7 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
     r->b.scratch = m;
     if (!t.dense) {
       if (rank == root) {
-        if (int rc = pack(buffer, count, r->t, staging); rc != MPI_SUCCESS) return rc;
+        r->before = [staging, count, buffer, info = &r->t] { return pack(buffer, count, *info, staging); };
       } else {
         r->after = [staging, count, buffer, info = &r->t] { return unpack(staging, count, *info, buffer); };
       }

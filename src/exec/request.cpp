@@ -120,6 +120,24 @@ void release_types(CollRequest* r) {
   r->dups.clear();
 }
 
+}  // namespace
+
+// A persistent collective: its request (schedule, binding, memory) kept between starts.
+struct Persistent {
+  std::unique_ptr<CollRequest> r;
+  MPI_Request handle = MPI_REQUEST_NULL;  // the program's: an inactive persistent request of the MPI
+  MPI_Request current = MPI_REQUEST_NULL; // the generalized request of the current start
+  bool started = false;  // started, and no completion call has seen it complete yet
+  bool running = false;  // its schedule runs (in g_active)
+  bool freed = false;    // MPI_Request_free while running: deleted when it finishes
+};
+
+namespace {
+
+std::unordered_map<MPI_Request, Persistent*> g_persist;  // under g_mu
+std::atomic<int> g_nstarted{0};
+thread_local int tl_persistent_init = 0;
+
 // Under g_mu: a finished request gives back its memory; returns its code.
 int retire(CollRequest* r) {
   int rc = r->machine->rc();
@@ -127,12 +145,13 @@ int retire(CollRequest* r) {
   r->extra->rc = rc;
   Context* ctx = r->ctx;
   --ctx->requests;
-  if (r->mem) ctx->request_memory.push_back(std::move(r->mem));
-  else ctx->memory_lent = false;
+  if (!r->mem) ctx->memory_lent = false;
+  else if (!r->owner) ctx->request_memory.push_back(std::move(r->mem));
+  if (r->owner) r->owner->running = false;
   Stat& s = g_stats[static_cast<size_t>(r->coll)];
   s.groups.fetch_add(r->machine->groups_started(), std::memory_order_relaxed);
   add(s.active_s, now() - r->t_start);
-  release_types(r);
+  if (!r->owner) release_types(r);
   return rc;
 }
 
@@ -148,7 +167,15 @@ void progress_round() {
       const int rc = retire(r);
       (void)rc;  // in r->extra: the MPI reads it through query_fn
       done.emplace_back(r->handle, r->extra);
-      gone.emplace_back(r);
+      if (!r->owner) {
+        gone.emplace_back(r);
+      } else if (r->owner->freed) {  // freed by the program while it ran: nothing waits for it
+        Persistent* o = r->owner;
+        release_types(r);
+        if (r->mem) r->ctx->request_memory.push_back(std::move(r->mem));
+        gone.push_back(std::move(o->r));
+        delete o;
+      }
       g_active.erase(g_active.begin() + static_cast<std::ptrdiff_t>(i));
       --i;
       g_nactive.fetch_sub(1, std::memory_order_relaxed);
@@ -285,18 +312,17 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
   return ctx->scratch.get(static_cast<size_t>(scratch_bytes));
 }
 
-int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
+namespace {
+// Starts r (owned by the caller until it is in g_active): a generalized request for the
+// program, a fresh machine, the first group issued where the order allows.
+int launch(CollRequest* r, MPI_Request* out) {
   setup_once();
+  if (r->before)
+    if (int rc = r->before(); rc != MPI_SUCCESS) return rc;
   auto* extra = new Extra();
   MPI_Request h = MPI_REQUEST_NULL;
   if (int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &h); rc != MPI_SUCCESS) {
     delete extra;
-    {
-      std::lock_guard<std::mutex> lk(g_mu);
-      if (!r->mem) r->ctx->memory_lent = false;
-      else r->ctx->request_memory.push_back(std::move(r->mem));
-    }
-    release_types(r.get());
     return rc;
   }
   r->handle = h;
@@ -309,17 +335,155 @@ int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
     std::lock_guard<std::mutex> hk(g_hmu);
     g_handles.insert(h);
   }
-  CollRequest* raw = r.release();
   {
     std::lock_guard<std::mutex> lk(g_mu);
-    ++raw->ctx->requests;
-    g_active.push_back(raw);
+    ++r->ctx->requests;
+    if (!r->mem) r->ctx->memory_lent = true;
+    g_active.push_back(r);
     g_nactive.fetch_add(1, std::memory_order_relaxed);
   }
   *out = h;
   progress_round();  // issues the first group at once where the order allows
   wake_thread();
   return MPI_SUCCESS;
+}
+}  // namespace
+
+int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
+  if (tl_persistent_init) {  // MPI_*_init: kept, started by MPI_Start
+    setup_once();
+    auto* o = new Persistent();
+    if (int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle); rc != MPI_SUCCESS) {
+      delete o;
+      return rc;
+    }
+    r->owner = o;
+    o->r = std::move(r);
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_persist[o->handle] = o;
+    *out = o->handle;
+    return MPI_SUCCESS;
+  }
+  CollRequest* raw = r.get();
+  const int rc = launch(raw, out);
+  if (rc != MPI_SUCCESS) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (raw->mem) raw->ctx->request_memory.push_back(std::move(raw->mem));
+    release_types(raw);
+    return rc;
+  }
+  r.release();  // g_active owns it now
+  return MPI_SUCCESS;
+}
+
+PersistentInit::PersistentInit() { ++tl_persistent_init; }
+PersistentInit::~PersistentInit() { --tl_persistent_init; }
+
+bool persistent_init_scope() { return tl_persistent_init > 0; }
+
+bool is_persistent(MPI_Request h) {
+  if (h == MPI_REQUEST_NULL) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_persist.count(h) != 0;
+}
+
+bool persistent_started() { return g_nstarted.load(std::memory_order_relaxed) > 0; }
+
+int start_persistent(MPI_Request h) {
+  Persistent* o;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_persist.find(h);
+    if (it == g_persist.end()) return MPI_ERR_REQUEST;
+    o = it->second;
+    if (o->started) return MPI_ERR_REQUEST;  // started twice without completion: erroneous
+  }
+  // Runs on the context's own memory (its allocation failed at init): nothing else may then.
+  if (!o->r->mem) before_call(o->r->ctx, false);
+  o->r->machine.reset();
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    o->started = o->running = true;
+  }
+  g_nstarted.fetch_add(1, std::memory_order_relaxed);
+  const int rc = launch(o->r.get(), &o->current);
+  if (rc != MPI_SUCCESS) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    o->started = o->running = false;
+    g_nstarted.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return rc;
+}
+
+int free_persistent(MPI_Request* h) {
+  Persistent* o;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_persist.find(*h);
+    if (it == g_persist.end()) return MPI_ERR_REQUEST;
+    o = it->second;
+    g_persist.erase(it);
+    if (o->started) {
+      o->started = false;
+      g_nstarted.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  // A start still running completes on its own (progressed by later calls, at the latest
+  // MPI_Finalize); its generalized request is released to the MPI now.
+  if (o->current != MPI_REQUEST_NULL) PMPI_Request_free(&o->current);
+  bool running;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    running = o->running;
+    if (running) {
+      o->freed = true;
+    } else if (o->r->mem) {
+      o->r->ctx->request_memory.push_back(std::move(o->r->mem));
+    }
+  }
+  if (!running) {
+    release_types(o->r.get());
+    delete o;
+  }
+  return PMPI_Request_free(h);
+}
+
+MPI_Request* swap_in(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
+  if (!persistent_started()) return r;
+  tmp.assign(r, r + n);
+  bool any = false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (int i = 0; i < n; ++i) {
+    auto it = g_persist.find(r[i]);
+    if (it != g_persist.end() && it->second->started) {
+      tmp[i] = it->second->current;
+      any = true;
+    }
+  }
+  if (!any) {
+    tmp.clear();
+    return r;
+  }
+  return tmp.data();
+}
+
+void swap_out(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
+  if (tmp.empty()) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (int i = 0; i < n; ++i) {
+    auto it = g_persist.find(r[i]);
+    if (it != g_persist.end() && it->second->started) {
+      Persistent* o = it->second;
+      if (tmp[i] == MPI_REQUEST_NULL) {  // this start completed: the handle is inactive again
+        o->current = MPI_REQUEST_NULL;
+        o->started = false;
+        g_nstarted.fetch_sub(1, std::memory_order_relaxed);
+      }
+      continue;  // the program keeps its persistent handle
+    }
+    r[i] = tmp[i];
+  }
+  tmp.clear();
 }
 
 bool requests_active() { return g_nactive.load(std::memory_order_relaxed) > 0; }
@@ -343,6 +507,14 @@ void before_call(Context* ctx, bool nonblocking) {
     wait = ctx->requests > 0 && (!nonblocking || ctx->memory_lent);
   }
   if (wait) drain(ctx);
+}
+
+bool unfinished(int n, const MPI_Request* r) {
+  if (!requests_active()) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (const CollRequest* q : g_active)
+    if (std::find(r, r + n, q->handle) != r + n) return true;
+  return false;
 }
 
 bool is_collective_request(MPI_Request r) {

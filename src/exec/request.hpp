@@ -44,6 +44,7 @@ struct CollRequest {
   TypeInfo t, st;                       // copies the Binding and the blocks refer to
   std::vector<int64_t> counts, displs;  // idem
   std::unique_ptr<Blocks> blocks;
+  std::function<int()> before;          // runs at every start (packing the user's data)
   std::function<int()> after;           // runs once the schedule completed without error
 
   // Set by request.cpp.
@@ -53,7 +54,7 @@ struct CollRequest {
   struct Extra* extra = nullptr;  // what the MPI's request keeps: the return code
   std::vector<MPI_Datatype> dups;  // derived datatypes held until completion
   double t_start = 0;
-  bool finished = false;
+  struct Persistent* owner = nullptr;  // a persistent collective's: kept between starts
 };
 
 // Keeps the datatype of t usable until the request completes, even if the program frees it
@@ -65,8 +66,30 @@ void hold_type(CollRequest& r, TypeInfo& t);
 // (reserved at the schedule-cache miss) is missing, which cannot happen after an agreed miss.
 char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* info);
 
-// Starts the request and gives the program its handle in *out. Returns an MPI code.
+// Starts the request and gives the program its handle in *out. Returns an MPI code. Inside a
+// PersistentInit scope (MPI_Allreduce_init, ...) it makes a persistent request instead: the
+// schedule and memory stay with it, MPI_Start runs it.
 int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out);
+
+// Persistent collectives (MPI 4.0: MPICH 4.0 has them; Open MPI 4.1 only as MPIX_*_init in an
+// extension, which passes through). The program's handle is an inactive persistent request of
+// the MPI's own (a send to MPI_PROC_NULL), so that the MPI's completion calls on an inactive
+// one return at once, as they must; while started, the completion calls see the generalized
+// request of the current start in its place (swap_in / swap_out).
+struct PersistentInit {
+  PersistentInit();
+  ~PersistentInit();
+};
+bool persistent_init_scope();  // inside a PersistentInit on this thread
+bool is_persistent(MPI_Request h);
+int start_persistent(MPI_Request h);  // MPI_Start of one of libhier's persistent requests
+int free_persistent(MPI_Request* h);  // MPI_Request_free of one
+bool persistent_started();            // some persistent request is started and not yet seen complete
+// Around a completion call on r[0..n): r's started persistent handles swapped for their
+// current generalized requests in `tmp` (returned); after the call, swap_out puts the
+// handles back (inactive where the start completed) and copies the other slots.
+MPI_Request* swap_in(int n, MPI_Request* r, std::vector<MPI_Request>& tmp);
+void swap_out(int n, MPI_Request* r, std::vector<MPI_Request>& tmp);
 
 // Whether libhier has requests not yet complete (the completion calls then advance them).
 bool requests_active();
@@ -77,6 +100,8 @@ void drain(Context* ctx);
 // Before a call on `ctx` uses the context's memory or level communicators: a blocking call
 // completes the requests outstanding there; a nonblocking one only those on lent memory.
 void before_call(Context* ctx, bool nonblocking);
+// Whether some of r[0..n) is a libhier request whose schedule has not finished.
+bool unfinished(int n, const MPI_Request* r);
 // Whether `r` is one of libhier's requests (not yet freed).
 bool is_collective_request(MPI_Request r);
 // Runs the request behind handle `r` to completion now (the handle stays valid and complete).
