@@ -4,6 +4,8 @@
 // moves one large float gradient buffer, so with a wide enough model the collectives are
 // bandwidth bound and a hierarchical schedule shows.
 //
+//   --overlap 1  (ddp) one MPI_Iallreduce per layer, started as soon as backward has that
+//                layer's gradients, all waited (MPI_Waitall) before the update
 //   --mode ddp   gradients summed with MPI_Allreduce (in place, one flat MPI_FLOAT buffer,
 //                MPI_SUM), divided by the world size; every rank updates all parameters.
 //   --mode zero  parameters sharded (ZeRO-style): MPI_Allgather of the shards before the
@@ -34,6 +36,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +56,7 @@ struct Options {
   float lr = 0.2f;
   bool zero = false;  // --mode zero
   bool exact = true;  // --exact-sum
+  bool overlap = false;  // --overlap (ddp): one MPI_Iallreduce per layer, started in backward
   int print_every = 1;
 };
 
@@ -62,7 +66,7 @@ struct Options {
     std::fprintf(code == 0 ? stdout : stderr,
                  "usage: train_mlp [--mode ddp|zero] [--steps N] [--width W] [--batch B]\n"
                  "                 [--in D] [--out D] [--seed S] [--lr LR] [--exact-sum 0|1]\n"
-                 "                 [--print-every N]\n");
+                 "                 [--print-every N] [--overlap 0|1]\n");
   }
   MPI_Finalize();
   std::exit(code);
@@ -93,6 +97,7 @@ Options parse(int argc, char** argv, int rank) {
     else if (a == "--seed") o.seed = (uint64_t)parse_int(rank, "--seed", v, 0, 1L << 62);
     else if (a == "--print-every") o.print_every = (int)parse_int(rank, "--print-every", v, 0, 1 << 30);
     else if (a == "--exact-sum") o.exact = parse_int(rank, "--exact-sum", v, 0, 1) != 0;
+    else if (a == "--overlap") o.overlap = parse_int(rank, "--overlap", v, 0, 1) != 0;
     else if (a == "--lr") {
       char* end = nullptr;
       o.lr = std::strtof(v, &end);
@@ -247,21 +252,27 @@ struct Model {
     return sse;
   }
 
-  // Gradient of (sum of per-sample losses) / norm, into g (zeroed here).
-  void backward(const float* p, int batch, float norm, float* g) {
+  // Gradient of (sum of per-sample losses) / norm, into g (zeroed here). layer_done(first, n),
+  // if given, is called as soon as a layer's gradients g[first, first + n) are final (layer 3,
+  // then 2, then 1), so that their sum can start while the next layer's are computed.
+  void backward(const float* p, int batch, float norm, float* g,
+                const std::function<void(size_t, size_t)>& layer_done = nullptr) {
     std::memset(g, 0, sizeof(float) * L.n);
     dy.resize(y.size());
     for (size_t k = 0; k < y.size(); ++k) dy[k] = (y[k] - t[k]) / norm;
     d2.resize(h2.size());
     dense_backward(h2.data(), o.width, p + L.w3, dy.data(), o.out, batch, g + L.w3, g + L.b3,
                    d2.data());
+    if (layer_done) layer_done(L.w3, L.n - L.w3);
     for (size_t k = 0; k < d2.size(); ++k) d2[k] *= 1.0f - h2[k] * h2[k];
     d1.resize(h1.size());
     dense_backward(h1.data(), o.width, p + L.w2, d2.data(), o.width, batch, g + L.w2, g + L.b2,
                    d1.data());
+    if (layer_done) layer_done(L.w2, L.w3 - L.w2);
     for (size_t k = 0; k < d1.size(); ++k) d1[k] *= 1.0f - h1[k] * h1[k];
     dense_backward(x.data(), o.in, p + L.w1, d1.data(), o.width, batch, g + L.w1, g + L.b1,
                    nullptr);
+    if (layer_done) layer_done(L.w1, L.w2 - L.w1);
   }
 };
 
@@ -285,7 +296,16 @@ uint64_t fnv1a(const float* p, size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // --overlap 1: threads allowed, so that a progress thread (libhier's HIER_PROGRESS=thread, or
+  // the MPI's own) may advance the nonblocking sums while backward computes.
+  bool threads = false;
+  for (int i = 1; i + 1 < argc; ++i) threads |= std::string(argv[i]) == "--overlap" && std::string(argv[i + 1]) == "1";
+  if (threads) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -328,10 +348,26 @@ int main(int argc, char** argv) {
     const uint64_t first = (uint64_t)s * (uint64_t)o.batch * (uint64_t)size + (uint64_t)rank * o.batch;
     m.make_batch(kData, first, o.batch);
     const double sse = m.forward(params.data(), o.batch);
-    m.backward(params.data(), o.batch, norm, grads.data());
-    if (o.exact) snap_to_grid(grads.data(), n, grid_bits);
-    c0 = MPI_Wtime();
-    if (o.zero) {
+    if (o.overlap && !o.zero) {
+      // Bucketed data parallelism (as PyTorch DDP does): each layer's gradients are summed by
+      // an MPI_Iallreduce started as soon as backward has them, all waited before the update.
+      std::vector<MPI_Request> reqs;
+      m.backward(params.data(), o.batch, norm, grads.data(), [&](size_t first, size_t count) {
+        if (o.exact) snap_to_grid(grads.data() + first, count, grid_bits);
+        reqs.emplace_back();
+        MPI_Iallreduce(MPI_IN_PLACE, grads.data() + first, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                       &reqs.back());
+      });
+      c0 = MPI_Wtime();
+      MPI_Waitall((int)reqs.size(), reqs.data(), MPI_STATUSES_IGNORE);
+    } else {
+      m.backward(params.data(), o.batch, norm, grads.data());
+      if (o.exact) snap_to_grid(grads.data(), n, grid_bits);
+      c0 = MPI_Wtime();
+    }
+    if (o.overlap && !o.zero) {
+      // summed above, layer by layer
+    } else if (o.zero) {
       MPI_Reduce_scatter_block(grads.data(), gshard.data(), (int)shard, MPI_FLOAT, MPI_SUM,
                                MPI_COMM_WORLD);
     } else {

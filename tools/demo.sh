@@ -11,19 +11,21 @@
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
 #   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
-#                 [--quant int8|int4]
+#                 [--quant int8|int4] [--overlap]
 # --quant: libhier quantizes across nodes (HIER_QUANT, with HIER_QUANT_FEEDBACK=on; lossy, so both
 # variants train with --exact-sum 0 and the final losses are compared by their relative difference).
+# --overlap: train_mlp --overlap 1 (one MPI_Iallreduce per layer during backward), with
+# HIER_PROGRESS=thread for libhier (docs/nonblocking.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 quant=
+mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 quant= overlap=0
 while (($#)); do
   case $1 in
     --launcher) launcher=$2; shift 2;;
     --mpi) mpi=$2; shift 2;; --mode) mode=$2; shift 2;; --width) width=$2; shift 2;;
-    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;; --quant) quant=$2; shift 2;;
-    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps, --quant)" >&2; exit 2;;
+    --steps) steps=$2; shift 2;; --reps) reps=$2; shift 2;; --quant) quant=$2; shift 2;; --overlap) overlap=1; shift;;
+    *) echo "demo.sh: unknown option $1 (--mpi, --mode, --width, --steps, --reps, --quant, --overlap)" >&2; exit 2;;
   esac
 done
 [[ $mpi == openmpi || $mpi == mpich ]] || { echo "demo.sh: --mpi must be openmpi or mpich" >&2; exit 2; }
@@ -37,7 +39,8 @@ if [[ ! -f build/$mpi/libhier.so || ! -x build/$mpi/examples/train_mlp ]]; then
 fi
 lib=$root/build/$mpi/libhier.so
 prog=$root/build/$mpi/examples/train_mlp
-args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0)
+args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0 --overlap "$overlap")
+((overlap)) && export HIER_PROGRESS=thread
 if [[ -n $quant ]]; then  # only the preloaded libhier reads these
   [[ $quant == int8 || $quant == int4 ]] || { echo "demo.sh: --quant must be int8 or int4" >&2; exit 2; }
   export HIER_QUANT=$quant HIER_QUANT_FEEDBACK=on

@@ -216,6 +216,14 @@ const VarSpec kVars[] = {
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
    [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); },
    false},  // paths may differ (node-local copies): the contents loaded are compared (core/agree_config.cpp)
+  {"HIER_PROGRESS", "off", "off or thread",
+   "Who advances libhier's nonblocking collectives: off = the program's MPI calls (MPI_Wait/MPI_Test, ...); thread = also a progress thread, which needs MPI_THREAD_MULTIPLE (otherwise a warning and off).",
+   [](const std::string& v, Config& c) {
+     const std::string s = lower(trim(v));
+     if (s == "off" || s.empty()) { c.progress_thread = false; return std::string(); }
+     if (s == "thread") { c.progress_thread = true; return std::string(); }
+     return std::string("unknown progress mode");
+   }},
 };
 
 size_t edit_distance(const std::string& a, const std::string& b) {

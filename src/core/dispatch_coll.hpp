@@ -6,6 +6,8 @@
 
 #include <climits>
 #include <optional>
+#include <tuple>
+#include <utility>
 #include <type_traits>
 
 #include "core/coll_device.hpp"
@@ -13,6 +15,7 @@
 #include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/prepare.hpp"
+#include "exec/request.hpp"
 
 namespace hier::core {
 
@@ -30,15 +33,48 @@ constexpr auto narrow(const T& v) {
   else return v;
 }
 
+// Nonblocking (MPI_I...) and persistent (MPI_..._init) forms of the rewritten collectives, and
+// the blocking collective whose schedule each runs.
+struct Form {
+  Fn fn, blocking;
+  bool persistent;
+};
+inline constexpr Form kForms[] = {
+    {Fn::Iallreduce, Fn::Allreduce, false},
+    {Fn::Ireduce, Fn::Reduce, false},
+    {Fn::Ireduce_scatter_block, Fn::Reduce_scatter_block, false},
+    {Fn::Ireduce_scatter, Fn::Reduce_scatter, false},
+    {Fn::Iallgather, Fn::Allgather, false},
+    {Fn::Iallgatherv, Fn::Allgatherv, false},
+    {Fn::Ibcast, Fn::Bcast, false},
+    {Fn::Allreduce_init, Fn::Allreduce, true},
+    {Fn::Reduce_init, Fn::Reduce, true},
+    {Fn::Reduce_scatter_block_init, Fn::Reduce_scatter_block, true},
+    {Fn::Reduce_scatter_init, Fn::Reduce_scatter, true},
+    {Fn::Allgather_init, Fn::Allgather, true},
+    {Fn::Allgatherv_init, Fn::Allgatherv, true},
+    {Fn::Bcast_init, Fn::Bcast, true},
+};
+constexpr const Form* form_of(Fn f) {
+  for (const Form& x : kForms)
+    if (x.fn == f) return &x;
+  return nullptr;
+}
+template <Fn B>
+constexpr Fn blocking_of() {
+  return form_of(B) ? form_of(B)->blocking : B;
+}
+
+// req: null for a blocking call; the nonblocking call's handle otherwise.
 template <Fn B, class... Args>
-std::optional<int> hierarchical(Args... a) {
-  if constexpr (B == Fn::Allreduce) return exec::allreduce(a...);  // tag: exec::take_algo_tag()
-  else if constexpr (B == Fn::Reduce) return exec::reduce(a...);
-  else if constexpr (B == Fn::Reduce_scatter_block) return exec::reduce_scatter_block(a...);
-  else if constexpr (B == Fn::Reduce_scatter) return exec::reduce_scatter(a...);
-  else if constexpr (B == Fn::Allgather) return exec::allgather(a...);
-  else if constexpr (B == Fn::Allgatherv) return exec::allgatherv(a...);
-  else if constexpr (B == Fn::Bcast) return exec::bcast(a...);
+std::optional<int> hierarchical(MPI_Request* req, Args... a) {
+  if constexpr (B == Fn::Allreduce) return exec::allreduce(a..., req);  // tag: exec::take_algo_tag()
+  else if constexpr (B == Fn::Reduce) return exec::reduce(a..., req);
+  else if constexpr (B == Fn::Reduce_scatter_block) return exec::reduce_scatter_block(a..., req);
+  else if constexpr (B == Fn::Reduce_scatter) return exec::reduce_scatter(a..., req);
+  else if constexpr (B == Fn::Allgather) return exec::allgather(a..., req);
+  else if constexpr (B == Fn::Allgatherv) return exec::allgatherv(a..., req);
+  else if constexpr (B == Fn::Bcast) return exec::bcast(a..., req);
   else if constexpr (B == Fn::Barrier) return exec::barrier(a...);
   else if constexpr (B == Fn::Alltoall) return exec::alltoall(a...);
   else return std::nullopt;
@@ -48,7 +84,7 @@ std::optional<int> hierarchical(Args... a) {
 // every test before the communicator's agreement uses only what all ranks share (arguments,
 // configuration), so all ranks reach the agreement, and the same schedule, together.
 template <Fn B, class Fwd, class... Args>
-Outcome with_buffers(Fwd& fwd, Args... a) {
+Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   coll_device::Shape s = coll_device::shape(coll_device::Tag<B>{}, a...);
   if (!exec::may_rewrite(s.coll, s.type, s.count)) return passthrough(fwd);  // exec asks it again: cheap
   const device::MemKind kind = s.kind();
@@ -59,19 +95,42 @@ Outcome with_buffers(Fwd& fwd, Args... a) {
     return passthrough(fwd);
   }
   if (kind == device::MemKind::Host) {
-    if (auto rc = hierarchical<B>(a...)) return {*rc, exec::take_algo_tag()};  // Hier, or HierInt8/4 (quantized)
+    if (auto rc = hierarchical<B>(req, a...)) return {*rc, exec::take_algo_tag()};  // Hier, or HierInt8/4 (quantized)
     return passthrough(fwd);
   }
   // The runtime came after the agreement: the other ranks may run the schedule, so this one
-  // must too, on host copies the MPI makes of its device buffers.
+  // must too, on host copies the MPI makes of its device buffers. Not for a persistent
+  // collective (its schedule runs at every MPI_Start, the copies would be gone): an error.
+  if (exec::persistent_init_scope()) return {MPI_ERR_BUFFER, diag::AlgoTag::Flat};
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
-  auto rc = hierarchical<B>(a...);
+  auto rc = hierarchical<B>(req, a...);
   if (!rc) return passthrough(fwd);  // fwd holds the user's own pointers
+  // A nonblocking call runs to its end here: the staged copies must be copied back now.
+  if (req && *rc == MPI_SUCCESS) exec::finish_now(*req);
   device::note_untouched(kind, "staged");
   const int back = staged.finish();
   return {*rc != MPI_SUCCESS ? *rc : back, exec::take_algo_tag()};
 }
+
+// A nonblocking call: the blocking collective's arguments, then the request.
+template <Fn B, class Fwd, class Tuple, size_t... I>
+Outcome nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
+  return with_buffers<blocking_of<B>()>(fwd, std::get<sizeof...(I)>(t), std::get<I>(t)...);
+}
+
+// A persistent collective (MPI_Allreduce_init, ...): the blocking collective's arguments, the
+// info (no hints are read), then the request; made persistent (exec/request.hpp).
+template <Fn B, class Fwd, class Tuple, size_t... I>
+Outcome persistent(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
+  exec::PersistentInit scope;
+  return with_buffers<blocking_of<B>()>(fwd, std::get<sizeof...(I) + 1>(t), std::get<I>(t)...);
+}
+
+template <Fn B>
+constexpr bool has_persistent = form_of(B) && form_of(B)->persistent;
+template <Fn B>
+constexpr bool has_nonblocking = form_of(B) && !form_of(B)->persistent;
 
 template <Fn B>
 constexpr bool has_hierarchical = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
@@ -82,15 +141,26 @@ constexpr bool has_hierarchical = B == Fn::Allreduce || B == Fn::Reduce || B == 
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
-  if constexpr (coll_detail::has_hierarchical<B>) {
+  exec::progress();  // libhier's outstanding nonblocking collectives advance in every collective call
+  if constexpr (coll_detail::has_nonblocking<B>) {
+    constexpr Fn BB = coll_detail::blocking_of<B>();
+    if constexpr ((std::is_convertible_v<decltype(coll_detail::narrow(args)), decltype(args)> && ...) &&
+                  (F == B || (BB != Fn::Reduce_scatter && BB != Fn::Allgatherv))) {
+      if ((coll_detail::fits(args) && ...))
+        return coll_detail::nonblocking<B>(fwd, std::make_tuple(coll_detail::narrow(args)...),
+                                           std::make_index_sequence<sizeof...(Args) - 1>{});
+    }
+  } else if constexpr (coll_detail::has_persistent<B>) {
+    return coll_detail::persistent<B>(fwd, std::make_tuple(args...), std::make_index_sequence<sizeof...(Args) - 2>{});
+  } else if constexpr (coll_detail::has_hierarchical<B>) {
     // v-variants of the large-count family pass arrays of MPI_Count: not convertible, flat.
     if constexpr ((std::is_convertible_v<decltype(coll_detail::narrow(args)), decltype(args)> && ...) &&
                   (F == B || (B != Fn::Reduce_scatter && B != Fn::Allgatherv))) {
       if ((coll_detail::fits(args) && ...)) {
         if constexpr (B == Fn::Barrier) {
-          if (auto rc = coll_detail::hierarchical<B>(coll_detail::narrow(args)...)) return {*rc, diag::AlgoTag::Hier};
+          if (auto rc = coll_detail::hierarchical<B>(nullptr, coll_detail::narrow(args)...)) return {*rc, diag::AlgoTag::Hier};
         } else {
-          return coll_detail::with_buffers<B>(fwd, coll_detail::narrow(args)...);
+          return coll_detail::with_buffers<B>(fwd, nullptr, coll_detail::narrow(args)...);
         }
       }
     }

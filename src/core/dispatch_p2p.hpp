@@ -9,6 +9,7 @@
 #include "core/wrap.hpp"
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
+#include "exec/request.hpp"
 
 namespace hier::core {
 
@@ -43,6 +44,7 @@ std::optional<int> sendrecv(const void* sbuf, N scount, MPI_Datatype stype, int 
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
+  exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too
   std::optional<int> rc;
   if constexpr (B == Fn::Send) rc = p2p_detail::send(args...);
   else if constexpr (B == Fn::Isend) rc = p2p_detail::isend(args...);

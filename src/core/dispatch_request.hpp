@@ -2,21 +2,192 @@
 // Every generated wrapper of the family calls dispatch_request<Fn::X>(fwd, args...), where fwd()
 // forwards the call to PMPI unchanged. Features add behaviour here, for the functions they
 // handle, and return passthrough(fwd) for everything they cannot do exactly.
+//
+// Two kinds of libhier requests meet here: packed point-to-point (dtype/requests.hpp: MPI
+// requests with work after completion) and nonblocking hierarchical collectives
+// (exec/request.hpp: MPI generalized requests that libhier completes when their schedule is
+// done). While any of the latter is outstanding, every completion call advances them: a Test
+// call advances them once, a Wait call becomes a loop of its Test call (the MPI's own, on the
+// whole array, mixed or not) that advances them between tests, so that its semantics (which
+// requests complete, statuses, MPI_UNDEFINED) stay the MPI's.
 #pragma once
 
-#include <optional>
+#include <sched.h>
 
+#include <chrono>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "core/errors.hpp"
 #include "core/wrap.hpp"
 #include "dtype/requests.hpp"
+#include "exec/request.hpp"
 
 namespace hier::core {
 
+namespace request_detail {
+
+// The Test calls, through dtype's packed requests when there are any, on the array with
+// started persistent collectives swapped for their current generalized requests.
+template <class Call>
+int swapped(int n, MPI_Request* r, Call call) {
+  std::vector<MPI_Request> tmp;
+  MPI_Request* a = exec::swap_in(n, r, tmp);
+  const int rc = call(a);
+  exec::swap_out(n, r, tmp);
+  return rc;
+}
+inline int test(MPI_Request* r, int* flag, MPI_Status* st) {
+  return swapped(1, r, [&](MPI_Request* a) {
+    if (dtype::any_owned())
+      if (auto rc = dtype::test(a, flag, st)) return *rc;
+    return PMPI_Test(a, flag, st);
+  });
+}
+inline int testall(int n, MPI_Request* r, int* flag, MPI_Status* st) {
+  return swapped(n, r, [&](MPI_Request* a) {
+    if (dtype::any_owned())
+      if (auto rc = dtype::testall(n, a, flag, st)) return *rc;
+    return PMPI_Testall(n, a, flag, st);
+  });
+}
+inline int testany(int n, MPI_Request* r, int* index, int* flag, MPI_Status* st) {
+  return swapped(n, r, [&](MPI_Request* a) {
+    if (dtype::any_owned())
+      if (auto rc = dtype::testany(n, a, index, flag, st)) return *rc;
+    return PMPI_Testany(n, a, index, flag, st);
+  });
+}
+inline int testsome(int n, MPI_Request* r, int* outcount, int* indices, MPI_Status* st) {
+  return swapped(n, r, [&](MPI_Request* a) {
+    if (dtype::any_owned())
+      if (auto rc = dtype::testsome(n, a, outcount, indices, st)) return *rc;
+    return PMPI_Testsome(n, a, outcount, indices, st);
+  });
+}
+
+// `once()` runs the Test call and returns {rc, done}; repeated with progress in between.
+template <class Once>
+int wait_loop(Once once) {
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = MPI_SUCCESS;
+  for (;;) {
+    exec::progress();
+    bool done = false;
+    rc = once(done);
+    if (rc != MPI_SUCCESS || done) break;
+    sched_yield();  // ranks often outnumber cores: let the peers run
+  }
+  exec::note_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return rc;
+}
+
+// Until none of r[0..n) is a libhier request whose schedule still runs.
+inline void finish_ours(int n, MPI_Request* r) {
+  wait_loop([&](bool& done) {
+    std::vector<MPI_Request> tmp;
+    done = !exec::unfinished(n, exec::swap_in(n, r, tmp));
+    return MPI_SUCCESS;
+  });
+}
+// MPI_Wait on one of libhier's requests, and MPI_Waitall: libhier's requests are finished first,
+// then the MPI's own wait takes the array (MPICH 4.0.2's MPI_Testall fails on its own started
+// persistent collectives, so a Testall loop would break programs that use them).
+inline int wait(MPI_Request* r, MPI_Status* st) {
+  std::vector<MPI_Request> tmp;
+  if (exec::unfinished(1, exec::swap_in(1, r, tmp))) {
+    finish_ours(1, r);
+    return swapped(1, r, [&](MPI_Request* a) {
+      if (dtype::any_owned())
+        if (auto rc = dtype::wait(a, st)) return *rc;
+      return PMPI_Wait(a, st);
+    });
+  }
+  return wait_loop([&](bool& done) { int f = 0; const int rc = test(r, &f, st); done = f; return rc; });
+}
+inline int waitall(int n, MPI_Request* r, MPI_Status* st) {
+  finish_ours(n, r);
+  return swapped(n, r, [&](MPI_Request* a) {
+    if (dtype::any_owned())
+      if (auto rc = dtype::waitall(n, a, st)) return *rc;
+    return PMPI_Waitall(n, a, st);
+  });
+}
+inline int waitany(int n, MPI_Request* r, int* index, MPI_Status* st) {
+  return wait_loop([&](bool& done) { int f = 0; const int rc = testany(n, r, index, &f, st); done = f; return rc; });
+}
+inline int waitsome(int n, MPI_Request* r, int* outcount, int* indices, MPI_Status* st) {
+  return wait_loop([&](bool& done) {
+    const int rc = testsome(n, r, outcount, indices, st);
+    done = *outcount != 0;  // some completed, or MPI_UNDEFINED: none active
+    return rc;
+  });
+}
+
+// MPI_Cancel of a collective request is an error the MPIs report themselves (measured with
+// their own MPI_Iallreduce): Open MPI 4.1 MPI_ERR_REQUEST, MPICH 4.0 MPI_ERR_INTERN, through
+// MPI_COMM_WORLD's error handler. libhier's requests answer the same; the request runs on.
+inline int cancel_collective() {
+#if defined(OMPI_MAJOR_VERSION)
+  constexpr int code = MPI_ERR_REQUEST;
+#else
+  constexpr int code = MPI_ERR_INTERN;
+#endif
+  return raise_on(MPI_COMM_WORLD, code);
+}
+
+// MPI_Start / MPI_Startall: libhier's persistent collectives start their schedule.
+inline int start(MPI_Request* r) {
+  exec::progress();
+  return exec::is_persistent(*r) ? exec::start_persistent(*r) : PMPI_Start(r);
+}
+inline int startall(int n, MPI_Request* r) {
+  exec::progress();
+  for (int i = 0; i < n; ++i)
+    if (int rc = exec::is_persistent(r[i]) ? exec::start_persistent(r[i]) : PMPI_Start(&r[i]); rc != MPI_SUCCESS)
+      return rc;
+  return MPI_SUCCESS;
+}
+
+}  // namespace request_detail
+
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_request(Fwd& fwd, Args... args) {
-  // Fast path: no libhier-owned request exists, nothing to finish (one relaxed load).
-  if (!dtype::any_owned()) return passthrough(fwd);
-  dtype::progress_detached();
   constexpr Fn B = base_of(F);
+  if constexpr (B == Fn::Start) return {request_detail::start(args...), diag::AlgoTag::Flat};
+  if constexpr (B == Fn::Startall) return {request_detail::startall(args...), diag::AlgoTag::Flat};
+  if constexpr (B == Fn::Cancel || B == Fn::Request_free) {
+    MPI_Request* r = std::get<0>(std::make_tuple(args...));
+    if (exec::is_persistent(*r)) {
+      if constexpr (B == Fn::Request_free) return {exec::free_persistent(r), diag::AlgoTag::Hier};
+      else return {request_detail::cancel_collective(), diag::AlgoTag::Hier};
+    }
+    if constexpr (B == Fn::Cancel)
+      if (exec::is_collective_request(*r)) return {request_detail::cancel_collective(), diag::AlgoTag::Hier};
+  }
+  const bool colls = exec::requests_active() || exec::persistent_started();
+  // Fast path: no libhier-owned request exists, nothing to finish (relaxed loads).
+  if (!colls && !dtype::any_owned()) return passthrough(fwd);
+  if (colls) {
+    std::optional<int> rc;
+    if constexpr (B == Fn::Wait) rc = request_detail::wait(args...);
+    else if constexpr (B == Fn::Waitall) rc = request_detail::waitall(args...);
+    else if constexpr (B == Fn::Waitany) rc = request_detail::waitany(args...);
+    else if constexpr (B == Fn::Waitsome) rc = request_detail::waitsome(args...);
+    else if constexpr (B == Fn::Test || B == Fn::Testall || B == Fn::Testany || B == Fn::Testsome) {
+      exec::progress();  // advance once, then the MPI's test on the swapped array
+      if constexpr (B == Fn::Test) rc = request_detail::test(args...);
+      else if constexpr (B == Fn::Testall) rc = request_detail::testall(args...);
+      else if constexpr (B == Fn::Testany) rc = request_detail::testany(args...);
+      else rc = request_detail::testsome(args...);
+    } else {
+      exec::progress();  // MPI_Request_free, MPI_Cancel: advance once, then as usual
+    }
+    if (rc) return {*rc, diag::AlgoTag::Flat};
+    if (!dtype::any_owned()) return passthrough(fwd);
+  }
+  dtype::progress_detached();
   std::optional<int> rc;
   if constexpr (B == Fn::Wait) rc = dtype::wait(args...);
   else if constexpr (B == Fn::Test) rc = dtype::test(args...);

@@ -10,6 +10,7 @@
 #include "exec/entry.hpp"
 #include "exec/executor.hpp"
 #include "exec/prepare.hpp"
+#include "exec/request.hpp"
 #include "sched/build.hpp"
 #include "sched/pipeline.hpp"
 
@@ -67,14 +68,14 @@ int comm_size(MPI_Comm comm) {
 // Allgather and allgatherv: counts/displs in elements of the receive type.
 std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                               const std::vector<int64_t>& counts, const std::vector<int64_t>* displs,
-                              MPI_Datatype recvtype, MPI_Comm comm) {
+                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
   const TypeInfo rt = type_info(recvtype);
   if (!rt.ok) return std::nullopt;
   std::vector<int64_t> bytes(counts.size());
   for (size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * rt.size;
   const int64_t total = std::accumulate(bytes.begin(), bytes.end(), int64_t{0});
   if (total <= 0 || total > INT_MAX) return std::nullopt;
-  auto p = prepare(coll, total, comm);
+  auto p = prepare(coll, total, comm, 1, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized.
   if (coll == Coll::Allgather)
@@ -87,7 +88,7 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   // Staging for my block is reserved whether or not my send type needs it: a rank's datatype
   // layout is not part of the key (only its signature is the same everywhere), so no call may
   // need memory that its key's miss did not reserve.
-  const sched::Schedule* sp = schedule(
+  auto sp = schedule(
       *p, key, [&](int) { return sched::build_allgather(p->ctx->levels->shape, rank, bytes); },
       [&](const sched::Schedule& s) {
         return memory(*p, s.scratch, bytes[rank]) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp);
@@ -101,6 +102,32 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   const TypeInfo st = in_place ? rt : type_info(sendtype);
   const int64_t scount = in_place ? counts[rank] : sendcount;
   if (!st.ok || scount * st.size != bytes[rank]) return std::nullopt;  // PMPI reports the mismatch
+  if (req) {  // nonblocking: the request owns the types, counts, blocks and memory
+    auto r = std::make_unique<CollRequest>();
+    r->coll = coll;
+    r->ctx = p->ctx;
+    r->sched = sp;
+    r->st = st;
+    r->t = rt;
+    hold_type(*r, r->st);
+    hold_type(*r, r->t);
+    r->counts = counts;
+    if (displs) r->displs = *displs;
+    char* m = request_scratch(*r, s.scratch + (st.dense ? 0 : bytes[rank]), nullptr);
+    if (!m) return MPI_ERR_NO_MEM;
+    if (!st.dense) {  // packed at every start (persistent requests start many times)
+      char* staging = m + s.scratch;
+      r->before = [src, scount, staging, info = &r->st] { return pack(src, scount, *info, staging); };
+      src = staging;
+    }
+    r->blocks = std::make_unique<UserBlocks>(nullptr, 0, r->st, static_cast<char*>(recvbuf), r->t,
+                                             uniform ? nullptr : r->counts.data(), displs ? r->displs.data() : nullptr,
+                                             counts[0]);
+    r->b.send = src;
+    r->b.scratch = m;
+    r->b.blocks = r->blocks.get();
+    return start_request(std::move(r), req);
+  }
   auto mem = memory(*p, s.scratch, st.dense ? 0 : bytes[rank]);
   if (!mem) return MPI_ERR_NO_MEM;
   if (!st.dense) {
@@ -120,16 +147,17 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
 }  // namespace
 
 std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                             MPI_Datatype recvtype, MPI_Comm comm) {
+                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
   if (!may_rewrite(Coll::Allgather, recvtype, int64_t{recvcount} * size)) return std::nullopt;
   return gather_all(Coll::Allgather, sendbuf, sendcount, sendtype, recvbuf, std::vector<int64_t>(size, recvcount),
-                    nullptr, recvtype, comm);
+                    nullptr, recvtype, comm, req);
 }
 
 std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm) {
+                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                              MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || !recvcounts || !displs) return std::nullopt;
   std::vector<int64_t> counts(recvcounts, recvcounts + size), disp(displs, displs + size);
@@ -137,22 +165,22 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
     if (c < 0) return std::nullopt;
   if (!may_rewrite(Coll::Allgatherv, recvtype, std::accumulate(counts.begin(), counts.end(), int64_t{0})))
     return std::nullopt;
-  return gather_all(Coll::Allgatherv, sendbuf, sendcount, sendtype, recvbuf, counts, &disp, recvtype, comm);
+  return gather_all(Coll::Allgatherv, sendbuf, sendcount, sendtype, recvbuf, counts, &disp, recvtype, comm, req);
 }
 
-std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Bcast, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (count <= 0 || !t.ok) return std::nullopt;
   const int64_t bytes = count * t.size;
   if (bytes > INT_MAX) return std::nullopt;
-  auto p = prepare(Coll::Bcast, bytes, comm);
+  auto p = prepare(Coll::Bcast, bytes, comm, 1, req != nullptr);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;
   const int chunks = p->plan.chunks;
   // Staging (for a non-contiguous datatype) is reserved whatever this rank's datatype: see gather_all.
-  const sched::Schedule* sp = schedule(
+  auto sp = schedule(
       *p, {static_cast<uint8_t>(Coll::Bcast), p->plan.algo, false, false, root, bytes, {}, chunks},
       [&](int) {
         return sched::pipeline(bytes, chunks, [&](int64_t n) {
@@ -165,6 +193,27 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
   if (s.chunks > 1) note_pipelined(Coll::Bcast, s.chunks);
+  if (req) {  // nonblocking: staging of its own; the non-root ranks unpack once it is done
+    auto r = std::make_unique<CollRequest>();
+    r->coll = Coll::Bcast;
+    r->ctx = p->ctx;
+    r->sched = sp;
+    r->t = t;
+    hold_type(*r, r->t);
+    char* m = request_scratch(*r, s.scratch + (t.dense ? 0 : bytes), nullptr);
+    if (!m) return MPI_ERR_NO_MEM;
+    char* staging = m + s.scratch;
+    r->b.recv = t.dense ? static_cast<char*>(buffer) : staging;
+    r->b.scratch = m;
+    if (!t.dense) {
+      if (rank == root) {
+        r->before = [staging, count, buffer, info = &r->t] { return pack(buffer, count, *info, staging); };
+      } else {
+        r->after = [staging, count, buffer, info = &r->t] { return unpack(staging, count, *info, buffer); };
+      }
+    }
+    return start_request(std::move(r), req);
+  }
   auto mem = memory(*p, s.scratch, t.dense ? 0 : bytes);
   if (!mem) return MPI_ERR_NO_MEM;
   Binding b;
@@ -183,7 +232,7 @@ std::optional<int> barrier(MPI_Comm comm) {
   auto p = prepare(Coll::Barrier, 0, comm);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
-  const sched::Schedule* s = schedule(*p, {static_cast<uint8_t>(Coll::Barrier), p->plan.algo, false, false, -1, 0, {}},
+  auto s = schedule(*p, {static_cast<uint8_t>(Coll::Barrier), p->plan.algo, false, false, -1, 0, {}},
                                       [&](int) { return sched::build_barrier(p->ctx->levels->shape, rank); },
                                       [](const sched::Schedule&) { return true; });
   if (!s) return std::nullopt;
@@ -205,7 +254,7 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   const int64_t scount = in_place ? recvcount : sendcount;
   if (!st.ok || scount * st.size != block) return std::nullopt;
   const int rank = p->ctx->levels->rank;
-  const sched::Schedule* sp = schedule(
+  auto sp = schedule(
       *p, {static_cast<uint8_t>(Coll::Alltoall), p->plan.algo, false, false, -1, block, {}},
       [&](int) { return sched::build_alltoall(p->ctx->levels->shape, rank, block); },
       [&](const sched::Schedule& s) { return memory(*p, s.scratch, 0).has_value(); });

@@ -268,7 +268,7 @@ sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const 
 
 // The schedule entry of a quantized call: its name (HIER_DEBUG=TRACE prints it) and, at the
 // miss, the memory it needs, agreed on by every rank. Null: some rank failed, go exact.
-const sched::Schedule* quant_schedule(Prepared& p, const sched::Key& key, const char* coll, int bits,
+std::shared_ptr<const sched::Schedule> quant_schedule(Prepared& p, const sched::Key& key, const char* coll, int bits,
                                       int64_t scratch, int64_t tmp0, int64_t check_bytes) {
   const std::string name = std::string(coll) + (bits == 8 ? "/quant-int8" : "/quant-int4");
   return schedule(p, key, [&](int) {
@@ -553,7 +553,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   if (qbytes(count, bits) > INT_MAX / 2) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int64_t nbytes = int64_t{count} * t.size;
-  const sched::Schedule* s =
+  const auto s =
       quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), "allreduce", bits, g.total,
                      tmp_bytes(g, Counts(g, count), t), check_bytes_if(2 * nbytes));
   if (!s) return std::nullopt;
@@ -613,7 +613,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   const int64_t nbytes = total * t.size;
   const int64_t tmp0 = g.rs_direct ? reduce_scatter_direct_bytes(g.node_counts, g.local, t) : 0;
   const char* name = coll == Coll::ReduceScatterBlock ? "reduce_scatter_block" : "reduce_scatter";
-  const sched::Schedule* s = quant_schedule(p, key, name, bits, g.bytes, tmp0, check_bytes_if(2 * nbytes));
+  const auto s = quant_schedule(p, key, name, bits, g.bytes, tmp0, check_bytes_if(2 * nbytes));
   if (!s) return std::nullopt;
   char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));
   if (!mem) return MPI_ERR_NO_MEM;
@@ -653,7 +653,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   if (int64_t{lv.size} * g.qb > INT_MAX / 2) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int64_t mybytes = g.c * g.elem, allbytes = mybytes * lv.size;
-  const sched::Schedule* s = quant_schedule(p, quant_key(Coll::Allgather, p, false, recvcount, rt, bits), "allgather",
+  const auto s = quant_schedule(p, quant_key(Coll::Allgather, p, false, recvcount, rt, bits), "allgather",
                                             bits, g.bytes, 0, check_bytes_if(allbytes + mybytes));
   if (!s) return std::nullopt;
   char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));

@@ -10,6 +10,7 @@
 #include "exec/entry.hpp"
 #include "exec/executor.hpp"
 #include "exec/prepare.hpp"
+#include "exec/request.hpp"
 #include "sched/build.hpp"
 #include "sched/pipeline.hpp"
 
@@ -39,7 +40,29 @@ Acquirer element_memory(Prepared& p, const TypeInfo& t) {
 
 // Runs an element schedule: scratch spans `scratch` elements laid out like the user's buffers
 // (reserved by element_memory when the schedule was built: get() allocates nothing here).
-int run_elements(Prepared& p, const sched::Schedule& s, const void* send, void* recv, const TypeInfo& t, MPI_Op op) {
+// req: starts it as a nonblocking request instead, on memory of its own.
+int run_elements(Prepared& p, const std::shared_ptr<const sched::Schedule>& sp, const void* send, void* recv,
+                 const TypeInfo& t, MPI_Op op, Coll coll, MPI_Request* req) {
+  const sched::Schedule& s = *sp;
+  if (req) {
+    auto r = std::make_unique<CollRequest>();
+    r->coll = coll;
+    r->ctx = p.ctx;
+    r->sched = sp;
+    r->t = t;
+    hold_type(*r, r->t);
+    Binding& b = r->b;
+    b.send = static_cast<const char*>(send);
+    b.recv = static_cast<char*>(recv);
+    b.stride = t.extent;
+    b.type = r->t.type;
+    b.op = op;
+    b.info = &r->t;
+    char* mem = request_scratch(*r, s.scratch > 0 ? t.span(s.scratch) : 0, &r->t);
+    if (!mem) return MPI_ERR_NO_MEM;
+    if (s.scratch > 0) b.scratch = mem - t.true_lb;
+    return start_request(std::move(r), req);
+  }
   Binding b;
   b.send = static_cast<const char*>(send);
   b.recv = static_cast<char*>(recv);
@@ -64,20 +87,22 @@ bool eligible(int64_t count, const TypeInfo& t, MPI_Op op) {
 }  // namespace
 
 std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
-                             MPI_Comm comm) {
+                             MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Allreduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
-  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size);
+  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: MPI_SUM of float / double on a cartesian 2-level shape runs quantized (lossy,
-  // bounded); everything else, and a failed acquisition there, goes on exactly.
-  if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t)) return rc;
+  // bounded); everything else, and a failed acquisition there, goes on exactly. The quantized
+  // path is blocking only: MPI_Iallreduce stays exact.
+  if (!req)
+    if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t)) return rc;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool ordered = !predefined_op(op);
   const int rank = p->ctx->levels->rank;
   const int chunks = p->plan.chunks;
-  const sched::Schedule* s = schedule(*p, element_key(Coll::Allreduce, *p, in_place, ordered, -1, count, t, chunks),
+  auto s = schedule(*p, element_key(Coll::Allreduce, *p, in_place, ordered, -1, count, t, chunks),
                                       [&](int) {
                                         return sched::pipeline(count, chunks, [&](int64_t n) {
                                           return sched::build_allreduce(p->ctx->levels->shape, rank, n, in_place, p->plan.algo, ordered);
@@ -85,35 +110,35 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
                                       }, element_memory(*p, t));
   if (!s) return std::nullopt;
   if (s->chunks > 1) note_pipelined(Coll::Allreduce, s->chunks);
-  return run_elements(*p, *s, sendbuf, recvbuf, t, op);
+  return run_elements(*p, s, sendbuf, recvbuf, t, op, Coll::Allreduce, req);
 }
 
 std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
-                          MPI_Comm comm) {
+                          MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Reduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
-  auto p = prepare(Coll::Reduce, count * t.size, comm, t.size);
+  auto p = prepare(Coll::Reduce, count * t.size, comm, t.size, req != nullptr);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
   if (root < 0 || root >= p->ctx->levels->size) return std::nullopt;  // PMPI reports the error
   const bool in_place = rank == root && sendbuf == MPI_IN_PLACE;
   // Only the root may pass MPI_IN_PLACE, and may do so in one call and not the next: the key
   // leaves it out (keys must be equal on every rank) and the root keeps both forms.
-  const sched::Schedule* s = schedule(*p, element_key(Coll::Reduce, *p, false, false, root, count, t),
+  auto s = schedule(*p, element_key(Coll::Reduce, *p, false, false, root, count, t),
                                       [&](int v) { return sched::build_reduce(p->ctx->levels->shape, rank, count, root, v == 1, p->plan.algo); },
                                       element_memory(*p, t), in_place ? 1 : 0, rank == root);
   if (!s) return std::nullopt;
-  return run_elements(*p, *s, sendbuf, recvbuf, t, op);
+  return run_elements(*p, s, sendbuf, recvbuf, t, op, Coll::Reduce, req);
 }
 
 namespace {
 
 std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* recvbuf, std::vector<int64_t> counts,
-                                         const TypeInfo& t, MPI_Op op, MPI_Comm comm) {
+                                         const TypeInfo& t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (!eligible(total, t, op)) return std::nullopt;
-  auto p = prepare(coll, total * t.size, comm, t.size);
+  auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized.
   if (auto rc = quant_reduce_scatter(*p, coll, sendbuf, recvbuf, counts, op, t)) return rc;
@@ -123,11 +148,11 @@ std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
   const bool block = coll == Coll::ReduceScatterBlock;
   sched::Key key = element_key(coll, *p, in_place, false, -1, block ? counts[0] : total, t);
   if (!block) key.counts = counts;
-  const sched::Schedule* s = schedule(*p, key, [&](int) {
+  auto s = schedule(*p, key, [&](int) {
     return sched::build_reduce_scatter(p->ctx->levels->shape, rank, counts, in_place);
   }, element_memory(*p, t));
   if (!s) return std::nullopt;
-  return run_elements(*p, *s, sendbuf, recvbuf, t, op);
+  return run_elements(*p, s, sendbuf, recvbuf, t, op, coll, req);
 }
 
 int comm_size(MPI_Comm comm) {
@@ -140,16 +165,16 @@ int comm_size(MPI_Comm comm) {
 }  // namespace
 
 std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
-                                        MPI_Op op, MPI_Comm comm) {
+                                        MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
   if (!may_rewrite(Coll::ReduceScatterBlock, type, int64_t{recvcount} * size)) return std::nullopt;
   return reduce_scatter_counts(Coll::ReduceScatterBlock, sendbuf, recvbuf, std::vector<int64_t>(size, recvcount),
-                               type_info(type), op, comm);
+                               type_info(type), op, comm, req);
 }
 
 std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type,
-                                  MPI_Op op, MPI_Comm comm) {
+                                  MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || !recvcounts) return std::nullopt;
   std::vector<int64_t> counts(recvcounts, recvcounts + size);
@@ -157,7 +182,7 @@ std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int 
     if (c < 0) return std::nullopt;
   if (!may_rewrite(Coll::ReduceScatter, type, std::accumulate(counts.begin(), counts.end(), int64_t{0})))
     return std::nullopt;
-  return reduce_scatter_counts(Coll::ReduceScatter, sendbuf, recvbuf, std::move(counts), type_info(type), op, comm);
+  return reduce_scatter_counts(Coll::ReduceScatter, sendbuf, recvbuf, std::move(counts), type_info(type), op, comm, req);
 }
 
 }  // namespace hier::exec

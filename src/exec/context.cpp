@@ -11,6 +11,7 @@
 #include "device/pointer.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
+#include "exec/request.hpp"
 
 namespace hier::exec {
 namespace {
@@ -29,6 +30,7 @@ void unregister(Context* c) {
 int delete_context(MPI_Comm, int, void* attr, void*) {
   auto* c = static_cast<Context*>(attr);
   unregister(c);
+  drain(c);  // nonblocking requests still running here complete first (MPI_Comm_free allows them)
   delete c;  // frees the level communicators
   return MPI_SUCCESS;
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 #include "exec/scratch.hpp"
 #include "model/plan.hpp"
@@ -30,6 +31,12 @@ struct Context {
   // The planner's decisions for this communicator's shape (model/plan.hpp), by (collective,
   // bytes, element size): a pure function of them, so every rank holds the same entries.
   std::map<std::tuple<int, int64_t, int64_t>, model::Plan> plans;
+  // Nonblocking requests (exec/request.cpp, under its lock): memory of finished requests, kept
+  // for the next; requests outstanding here; whether one runs on `scratch`/`tmp` above (then
+  // every other call here first waits for it).
+  std::vector<std::unique_ptr<RequestMemory>> request_memory;
+  int requests = 0;
+  bool memory_lent = false;
 };
 
 // The context of `comm`, created on first use. Creation is collective over `comm` (it builds

@@ -43,148 +43,164 @@ int64_t sum(const std::vector<int64_t>& v) {
   return t;
 }
 
-struct Runner {
-  const sched::Schedule& sc;
-  const topo::Levels& lv;
-  const Binding& b;
-  std::vector<int> counts, displs;  // int copies for the PMPI v-calls
-
-  char* at(const sched::Ref& r) const {
-    char* base = r.buf == Buf::Send ? const_cast<char*>(b.send) : r.buf == Buf::Recv ? b.recv : b.scratch;
-    return base + r.off * b.stride;
-  }
-  void ints(const sched::Step& s) {
-    counts.assign(s.counts.begin(), s.counts.end());
-    displs.assign(s.displs.begin(), s.displs.end());
-  }
-
-  // Local steps (no communicator): run at once, in either mode.
-  int local(const sched::Step& s) {
-    if (s.kind == Kind::Copy) {
-      if (b.info) return typed_copy(at(s.src), at(s.dst), s.count, *b.info);
-      std::memcpy(at(s.dst), at(s.src), static_cast<size_t>(s.count));
-      return MPI_SUCCESS;
-    }
-    if (s.kind == Kind::LoadBlock) return b.blocks->load(s.block, at(s.dst), s.count);
-    return b.blocks->store(s.block, at(s.src), s.count);
-  }
-  static bool is_local(const sched::Step& s) {
-    return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock;
-  }
-  bool direct_rs(int64_t total) const { return use_direct_rs(sc.direct_rs_from, b.info, b.tmp != nullptr, total); }
-  bool padded_agv(int64_t total) const { return use_padded_agv(sc.padded_agv_from, b.info, b.tmp != nullptr, total); }
-
-  // Starts a step nonblocking (a pipelined wave); `slot` numbers its scratch. The same choices
-  // of implementation as step() makes, from inputs equal on every member.
-  int start(const sched::Step& s, Pending& pd, size_t slot) {
-    if (is_local(s)) return local(s);
-    const MPI_Datatype t = b.type;
-    const int n = static_cast<int>(s.count);
-    const MPI_Comm c = comm_of(s.comm, lv);
-    if (c == MPI_COMM_NULL) return MPI_ERR_COMM;
-    int me = 0;
-    PMPI_Comm_rank(c, &me);
-    const void* src = s.in_place ? MPI_IN_PLACE : at(s.src);
-    pd.counts.assign(s.counts.begin(), s.counts.end());
-    pd.displs.assign(s.displs.begin(), s.displs.end());
-    int64_t total = 0;
-    for (int x : pd.counts) total += x;
-    pd.reqs.assign(1, MPI_REQUEST_NULL);
-    MPI_Request* r = &pd.reqs[0];
-    int* cnt = pd.counts.data();
-    int* dsp = pd.displs.data();
-    switch (s.kind) {
-      case Kind::ReduceScatter: {
-        if (direct_rs(total))
-          return reduce_scatter_direct_start(at(s.src), at(s.dst), pd.counts, *b.info, b.op, c, (*b.tmp)[slot], pd);
-        bool even = true;
-        for (int x : pd.counts) even &= x == cnt[0];
-        if (even) return PMPI_Ireduce_scatter_block(at(s.src), at(s.dst), cnt[0], t, b.op, c, r);
-        return PMPI_Ireduce_scatter(at(s.src), at(s.dst), cnt, t, b.op, c, r);
-      }
-      case Kind::Allreduce: return PMPI_Iallreduce(src, at(s.dst), n, t, b.op, c, r);
-      case Kind::Allgather: return PMPI_Iallgather(src, n, t, at(s.dst), n, t, c, r);
-      case Kind::Allgatherv:
-        if (padded_agv(total)) {
-          pd.reqs.clear();
-          return allgatherv_padded_start(s.in_place ? nullptr : at(s.src), s.in_place, at(s.dst), pd.counts, pd.displs,
-                                         b.info, c, (*b.tmp)[slot], pd);
-        }
-        return PMPI_Iallgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c, r);
-      case Kind::Bcast: return PMPI_Ibcast(at(s.dst), n, t, s.root, c, r);
-      case Kind::Scatterv:
-        if (me == s.root)
-          return PMPI_Iscatterv(at(s.src), cnt, dsp, t, s.in_place ? MPI_IN_PLACE : at(s.dst), cnt[me], t, s.root, c, r);
-        return PMPI_Iscatterv(nullptr, nullptr, nullptr, t, at(s.dst), cnt[me], t, s.root, c, r);
-      case Kind::Gatherv:
-        if (me == s.root) return PMPI_Igatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, s.root, c, r);
-        return PMPI_Igatherv(at(s.src), cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c, r);
-      case Kind::Reduce: return PMPI_Ireduce(src, me == s.root ? at(s.dst) : nullptr, n, t, b.op, s.root, c, r);
-      case Kind::Alltoall: return PMPI_Ialltoall(at(s.src), n, t, at(s.dst), n, t, c, r);
-      case Kind::Barrier: return PMPI_Ibarrier(c, r);
-      case Kind::Send: return PMPI_Isend(at(s.src), n, t, s.root, 0, c, r);
-      case Kind::Recv: return PMPI_Irecv(at(s.dst), n, t, s.root, 0, c, r);
-      default: break;
-    }
-    return MPI_ERR_INTERN;
-  }
-
-  int step(const sched::Step& s) {
-    const MPI_Datatype t = b.type;
-    const int n = static_cast<int>(s.count);  // the planner keeps every count below INT_MAX
-    if (is_local(s)) return local(s);
-
-    const MPI_Comm c = comm_of(s.comm, lv);
-    if (c == MPI_COMM_NULL) return MPI_ERR_COMM;  // a builder bug: never silently skip a step
-    int me = 0;
-    PMPI_Comm_rank(c, &me);
-    const void* src = s.in_place ? MPI_IN_PLACE : at(s.src);
-    ints(s);
-    switch (s.kind) {
-      case Kind::ReduceScatter: {
-        int64_t total = 0;
-        for (int x : counts) total += x;
-        if (direct_rs(total))
-          return reduce_scatter_direct(at(s.src), at(s.dst), counts, *b.info, b.op, c, (*b.tmp)[0]);
-        bool even = true;
-        for (int x : counts) even &= x == counts[0];
-        if (even) return PMPI_Reduce_scatter_block(at(s.src), at(s.dst), counts[0], t, b.op, c);
-        return PMPI_Reduce_scatter(at(s.src), at(s.dst), counts.data(), t, b.op, c);
-      }
-      case Kind::Allreduce: return PMPI_Allreduce(src, at(s.dst), n, t, b.op, c);
-      case Kind::Allgather: return PMPI_Allgather(src, n, t, at(s.dst), n, t, c);
-      case Kind::Allgatherv: {
-        int64_t total = 0;
-        for (int x : counts) total += x;
-        if (padded_agv(total))
-          return allgatherv_padded(s.in_place ? nullptr : at(s.src), s.in_place, at(s.dst), counts, displs, b.info, c,
-                                   (*b.tmp)[0]);
-        return PMPI_Allgatherv(src, counts[me], t, at(s.dst), counts.data(), displs.data(), t, c);
-      }
-      case Kind::Bcast: return PMPI_Bcast(at(s.dst), n, t, s.root, c);
-      case Kind::Scatterv:
-        if (me == s.root)
-          return PMPI_Scatterv(at(s.src), counts.data(), displs.data(), t, s.in_place ? MPI_IN_PLACE : at(s.dst),
-                               counts[me], t, s.root, c);
-        return PMPI_Scatterv(nullptr, nullptr, nullptr, t, at(s.dst), counts[me], t, s.root, c);
-      case Kind::Gatherv:
-        if (me == s.root)
-          return PMPI_Gatherv(src, counts[me], t, at(s.dst), counts.data(), displs.data(), t, s.root, c);
-        return PMPI_Gatherv(at(s.src), counts[me], t, nullptr, nullptr, nullptr, t, s.root, c);
-      case Kind::Reduce:
-        // The receive buffer matters at the root only; elsewhere it may alias the input.
-        return PMPI_Reduce(src, me == s.root ? at(s.dst) : nullptr, n, t, b.op, s.root, c);
-      case Kind::Alltoall: return PMPI_Alltoall(at(s.src), n, t, at(s.dst), n, t, c);
-      case Kind::Barrier: return PMPI_Barrier(c);
-      case Kind::Send: return PMPI_Send(at(s.src), n, t, s.root, 0, c);
-      case Kind::Recv: return PMPI_Recv(at(s.dst), n, t, s.root, 0, c, MPI_STATUS_IGNORE);
-      default: break;
-    }
-    return MPI_ERR_INTERN;
-  }
-};
-
 }  // namespace
+
+Machine::Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking)
+    : s_(s), lv_(lv), b_(b), nonblocking_(nonblocking) {}
+
+char* Machine::at(const sched::Ref& r) const {
+  char* base = r.buf == Buf::Send ? const_cast<char*>(b_.send) : r.buf == Buf::Recv ? b_.recv : b_.scratch;
+  return base + r.off * b_.stride;
+}
+
+namespace {
+bool is_local(const sched::Step& s) {
+  return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock;
+}
+}  // namespace
+
+// Local steps (no communicator): run at once, in either mode.
+int Machine::local(const sched::Step& s) {
+  if (s.kind == Kind::Copy) {
+    if (b_.info) return typed_copy(at(s.src), at(s.dst), s.count, *b_.info);
+    std::memcpy(at(s.dst), at(s.src), static_cast<size_t>(s.count));
+    return MPI_SUCCESS;
+  }
+  if (s.kind == Kind::LoadBlock) return b_.blocks->load(s.block, at(s.dst), s.count);
+  return b_.blocks->store(s.block, at(s.src), s.count);
+}
+
+// The one step switch. pd null: the blocking PMPI call, complete on return; otherwise the step
+// is started nonblocking into *pd (completed by Pending::complete / test). `slot` numbers its
+// scratch (its index in its group). Both forms make the same choices of implementation, from
+// inputs equal on every member.
+int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
+  if (is_local(s)) return local(s);
+  const MPI_Datatype t = b_.type;
+  const MPI_Op op = b_.op;
+  const int n = static_cast<int>(s.count);  // the planner keeps every count below INT_MAX
+  const MPI_Comm c = comm_of(s.comm, lv_);
+  if (c == MPI_COMM_NULL) return MPI_ERR_COMM;  // a builder bug: never silently skip a step
+  int me = 0;
+  PMPI_Comm_rank(c, &me);
+  const void* src = s.in_place ? MPI_IN_PLACE : at(s.src);
+  // Count arrays that MPI reads until the step completes: the Pending's, or ours (blocking).
+  std::vector<int>& counts = pd ? pd->counts : counts_;
+  std::vector<int>& displs = pd ? pd->displs : displs_;
+  counts.assign(s.counts.begin(), s.counts.end());
+  displs.assign(s.displs.begin(), s.displs.end());
+  int64_t total = 0;
+  for (int x : counts) total += x;
+  MPI_Request* r = nullptr;
+  if (pd) {
+    pd->reqs.assign(1, MPI_REQUEST_NULL);
+    r = &pd->reqs[0];
+  }
+  int* cnt = counts.data();
+  int* dsp = displs.data();
+  Scratch* tmp = b_.tmp ? &(*b_.tmp)[slot] : nullptr;
+  switch (s.kind) {
+    case Kind::ReduceScatter: {
+      if (use_direct_rs(s_.direct_rs_from, b_.info, b_.tmp != nullptr, total))
+        return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *b_.info, op, c, *tmp, *pd)
+                  : reduce_scatter_direct(at(s.src), at(s.dst), counts, *b_.info, op, c, *tmp);
+      bool even = true;
+      for (int x : counts) even &= x == cnt[0];
+      if (even)
+        return pd ? PMPI_Ireduce_scatter_block(at(s.src), at(s.dst), cnt[0], t, op, c, r)
+                  : PMPI_Reduce_scatter_block(at(s.src), at(s.dst), cnt[0], t, op, c);
+      return pd ? PMPI_Ireduce_scatter(at(s.src), at(s.dst), cnt, t, op, c, r)
+                : PMPI_Reduce_scatter(at(s.src), at(s.dst), cnt, t, op, c);
+    }
+    case Kind::Allreduce:
+      return pd ? PMPI_Iallreduce(src, at(s.dst), n, t, op, c, r) : PMPI_Allreduce(src, at(s.dst), n, t, op, c);
+    case Kind::Allgather:
+      return pd ? PMPI_Iallgather(src, n, t, at(s.dst), n, t, c, r) : PMPI_Allgather(src, n, t, at(s.dst), n, t, c);
+    case Kind::Allgatherv:
+      if (use_padded_agv(s_.padded_agv_from, b_.info, b_.tmp != nullptr, total)) {
+        const char* mine = s.in_place ? nullptr : at(s.src);
+        if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, b_.info, c, *tmp);
+        pd->reqs.clear();
+        return allgatherv_padded_start(mine, s.in_place, at(s.dst), counts, displs, b_.info, c, *tmp, *pd);
+      }
+      return pd ? PMPI_Iallgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c, r)
+                : PMPI_Allgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c);
+    case Kind::Bcast: return pd ? PMPI_Ibcast(at(s.dst), n, t, s.root, c, r) : PMPI_Bcast(at(s.dst), n, t, s.root, c);
+    case Kind::Scatterv:
+      if (me == s.root) {
+        void* dst = s.in_place ? MPI_IN_PLACE : at(s.dst);
+        return pd ? PMPI_Iscatterv(at(s.src), cnt, dsp, t, dst, cnt[me], t, s.root, c, r)
+                  : PMPI_Scatterv(at(s.src), cnt, dsp, t, dst, cnt[me], t, s.root, c);
+      }
+      return pd ? PMPI_Iscatterv(nullptr, nullptr, nullptr, t, at(s.dst), cnt[me], t, s.root, c, r)
+                : PMPI_Scatterv(nullptr, nullptr, nullptr, t, at(s.dst), cnt[me], t, s.root, c);
+    case Kind::Gatherv:
+      if (me == s.root)
+        return pd ? PMPI_Igatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, s.root, c, r)
+                  : PMPI_Gatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, s.root, c);
+      return pd ? PMPI_Igatherv(at(s.src), cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c, r)
+                : PMPI_Gatherv(at(s.src), cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c);
+    case Kind::Reduce: {
+      // The receive buffer matters at the root only; elsewhere it may alias the input.
+      void* dst = me == s.root ? at(s.dst) : nullptr;
+      return pd ? PMPI_Ireduce(src, dst, n, t, op, s.root, c, r) : PMPI_Reduce(src, dst, n, t, op, s.root, c);
+    }
+    case Kind::Alltoall:
+      return pd ? PMPI_Ialltoall(at(s.src), n, t, at(s.dst), n, t, c, r)
+                : PMPI_Alltoall(at(s.src), n, t, at(s.dst), n, t, c);
+    case Kind::Barrier: return pd ? PMPI_Ibarrier(c, r) : PMPI_Barrier(c);
+    case Kind::Send: return pd ? PMPI_Isend(at(s.src), n, t, s.root, 0, c, r) : PMPI_Send(at(s.src), n, t, s.root, 0, c);
+    case Kind::Recv:
+      return pd ? PMPI_Irecv(at(s.dst), n, t, s.root, 0, c, r)
+                : PMPI_Recv(at(s.dst), n, t, s.root, 0, c, MPI_STATUS_IGNORE);
+    default: break;
+  }
+  return MPI_ERR_INTERN;
+}
+
+void Machine::start_group() {
+  if (in_flight_ || done()) return;
+  ++groups_;
+  const size_t n = s_.steps.size();
+  const size_t i = next_;
+  if (s_.steps[i].wave < 0 && (!nonblocking_ || is_local(s_.steps[i]))) {
+    rc_ = issue(s_.steps[i], nullptr, 0);  // blocking: complete on return
+    next_ = i + 1;
+    return;
+  }
+  size_t j = i + 1;
+  if (s_.steps[i].wave >= 0)
+    while (j < n && s_.steps[j].wave == s_.steps[i].wave) ++j;
+  if (pending_.size() < j - i) pending_.resize(j - i);
+  started_ = 0;
+  int rc = MPI_SUCCESS;
+  for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) rc = issue(s_.steps[i + started_], &pending_[started_], started_);
+  rc_ = rc;
+  next_ = j;
+  in_flight_ = true;
+}
+
+bool Machine::complete_group(bool block) {
+  if (!in_flight_) return true;
+  if (!block) {
+    // Tested in order; a step's finish (direct exchanges) runs once all its requests are done.
+    for (size_t k = 0; k < started_; ++k) {
+      Pending& pd = pending_[k];
+      if (pd.reqs.empty()) continue;
+      int flag = 0;
+      if (PMPI_Testall(static_cast<int>(pd.reqs.size()), pd.reqs.data(), &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        break;  // complete() below reports the error
+      if (!flag) return false;
+    }
+  }
+  for (size_t k = 0; k < started_; ++k) {
+    const int rc_k = pending_[k].complete();
+    if (rc_ == MPI_SUCCESS) rc_ = rc_k;
+  }
+  started_ = 0;
+  in_flight_ = false;
+  return true;
+}
 
 bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* info, ScratchSet* tmp) {
   if (!tmp) return true;
@@ -217,30 +233,12 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
 
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
   if (util::injected_failure("run")) return MPI_ERR_OTHER;  // tests: an error inside a schedule
-  Runner r{s, lv, b, {}, {}};
-  const size_t n = s.steps.size();
-  std::vector<Pending> wave;
-  for (size_t i = 0; i < n;) {
-    if (s.steps[i].wave < 0) {
-      const int rc = r.step(s.steps[i++]);
-      if (rc != MPI_SUCCESS) return rc;
-      continue;
-    }
-    size_t j = i;
-    while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
-    wave.clear();
-    wave.resize(j - i);
-    int rc = MPI_SUCCESS;
-    size_t started = 0;
-    for (; i + started < j && rc == MPI_SUCCESS; ++started) rc = r.start(s.steps[i + started], wave[started], started);
-    for (size_t k = 0; k < started; ++k) {
-      const int rc_k = wave[k].complete();
-      if (rc == MPI_SUCCESS) rc = rc_k;
-    }
-    if (rc != MPI_SUCCESS) return rc;
-    i = j;
+  Machine m(s, lv, b, false);
+  while (!m.done()) {
+    m.start_group();
+    m.complete_group(true);
   }
-  return MPI_SUCCESS;
+  return m.rc();
 }
 
 }  // namespace hier::exec

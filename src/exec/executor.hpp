@@ -4,7 +4,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <vector>
 
+#include "exec/direct.hpp"
 #include "exec/scratch.hpp"
 #include "exec/typed.hpp"
 #include "sched/ir.hpp"
@@ -45,8 +47,52 @@ bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t to
 // schedules), null for byte schedules. False when memory could not be had.
 bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* info, ScratchSet* tmp);
 
-// Steps with wave -1 run one at a time with blocking PMPI calls; consecutive steps of one wave
-// (pipelined schedules, sched/pipeline.hpp) are all started nonblocking, then completed in order.
+// One rank's schedule as a state machine over groups of steps: a group is the consecutive steps
+// of one wave (pipelined schedules, sched/pipeline.hpp), or one step alone (wave -1). A group is
+// started (its local steps run at once, its level steps are issued), then completed; the next
+// group starts only after that. Blocking execution (run() below) and nonblocking requests
+// (exec/request.hpp) drive the same machine, so that both take the same steps with the same
+// choices. `nonblocking`: every level step is issued nonblocking, also a step alone (MPI never
+// matches a nonblocking collective with a blocking one, and every rank of a nonblocking call
+// runs this mode); otherwise a step alone is one blocking PMPI call, as fast as before.
+// On an error nothing further is started; what was started is still completed.
+class Machine {
+ public:
+  Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking);
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+
+  bool done() const { return !in_flight_ && (next_ >= s_.steps.size() || rc_ != MPI_SUCCESS); }
+  bool in_flight() const { return in_flight_; }
+  // Every group has been started (the request may let the next one on its communicator issue).
+  bool issued_all() const { return next_ >= s_.steps.size() || rc_ != MPI_SUCCESS; }
+  // Starts the next group; only when nothing is in flight and !done().
+  void start_group();
+  // Completes the group in flight: waits for it (block), or tests it once. True when it is
+  // complete (or nothing was in flight).
+  bool complete_group(bool block);
+  int rc() const { return rc_; }
+  size_t groups_started() const { return groups_; }
+
+ private:
+  const sched::Schedule& s_;
+  const topo::Levels& lv_;
+  const Binding& b_;
+  bool nonblocking_;
+  size_t next_ = 0;         // first step not started
+  bool in_flight_ = false;
+  size_t started_ = 0;      // level steps of the group in flight, in pending_[0..started_)
+  std::vector<Pending> pending_;
+  std::vector<int> counts_, displs_;  // int copies for the blocking PMPI v-calls
+  int rc_ = MPI_SUCCESS;
+  size_t groups_ = 0;
+
+  int issue(const sched::Step& st, Pending* pd, size_t slot);
+  int local(const sched::Step& st);
+  char* at(const sched::Ref& r) const;
+};
+
+// Runs `s` to completion: the Machine above, blocking (start a group, complete it, ...).
 // On an error, everything already started is still completed before the first error returns.
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b);
 

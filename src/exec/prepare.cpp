@@ -10,6 +10,7 @@
 #include "base/runtime.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
+#include "exec/request.hpp"
 #include "exec/typed.hpp"
 #include "model/load.hpp"
 #include "util/inject.hpp"
@@ -75,7 +76,8 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
   return model::worth_building({coll, count * size}, gate(coll), config::get());
 }
 
-std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size) {
+std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size,
+                                bool nonblocking) {
   const config::Config& cfg = config::get();
   const model::Call call{coll, bytes, elem_size};
   if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
@@ -92,12 +94,13 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   Prepared p{ctx, it->second};
   count_plan(coll, p.plan);
   if (p.plan.algo == sched::Algorithm::Flat) return std::nullopt;
+  before_call(ctx, nonblocking);
   return p;
 }
 
-const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
+std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
                                 int variant, bool both) {
-  if (const sched::Cache::Entry* hit = p.ctx->cache.find(key)) return hit->variant[variant].get();
+  if (const sched::Cache::Entry* hit = p.ctx->cache.find(key)) return hit->variant[variant];
   // 0: acquired; otherwise 1 + the point that failed here. An exception (std::bad_alloc from a
   // builder) is a failure like any other: it must not leave this rank out of the agreement.
   int failed = 0;
@@ -110,9 +113,10 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
       inserted = true;
       for (int v = 0; v < sched::Cache::kVariants; ++v)
         if (v == variant || both) {
-          e.variant[v] = std::make_unique<sched::Schedule>(build(v));
-          e.variant[v]->direct_rs_from = p.plan.direct_rs_from;
-          e.variant[v]->padded_agv_from = p.plan.padded_agv_from;
+          sched::Schedule built = build(v);
+          built.direct_rs_from = p.plan.direct_rs_from;
+          built.padded_agv_from = p.plan.padded_agv_from;
+          e.variant[v] = std::make_shared<const sched::Schedule>(std::move(built));
         }
       failed = 1 + static_cast<int>(Acquire::Scratch);
       bool ok = !util::injected_failure("scratch");
@@ -123,6 +127,11 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
   } catch (...) {
     if (!failed) failed = 1 + static_cast<int>(Acquire::Plan);
   }
+  // A blocking allreduce, also inside a nonblocking call (MPI_Iallreduce, exec/request.hpp):
+  // every rank makes the program's collective calls on this communicator in one order, so every
+  // rank misses on the same call and reaches this agreement there, whatever requests are
+  // outstanding (they run on the level communicators, never on `internal`). The cost: the first
+  // call with a new key synchronizes the ranks like a blocking collective would.
   int agreed = failed;
   if (PMPI_Allreduce(&failed, &agreed, 1, MPI_INT, MPI_MAX, p.ctx->levels->internal) != MPI_SUCCESS)
     agreed = std::max(failed, 1 + static_cast<int>(Acquire::Scratch));
@@ -131,7 +140,7 @@ const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build&
     note_fallback(static_cast<Acquire>(agreed - 1), failed != 0);
     return nullptr;
   }
-  const sched::Schedule* s = p.ctx->cache.find(key)->variant[variant].get();
+  std::shared_ptr<const sched::Schedule> s = p.ctx->cache.find(key)->variant[variant];
   HIER_TRACE("sched", "rank %d: %s: %s", p.ctx->levels->rank, model::describe(p.plan).c_str(),
              sched::to_string(*s).c_str());
   return s;

@@ -28,7 +28,10 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count);
 // Null when the call goes flat. Every input must be the same on every rank of `comm` (see
 // model/plan.hpp): the context is built collectively on the first call that gets this far.
 // `elem_size`: bytes per unit of the schedule (the datatype's size; 1 for byte schedules).
-std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size = 1);
+// `nonblocking`: for a request (exec/request.hpp); a blocking call first completes the requests
+// outstanding on the communicator (their level steps must all be issued before its own).
+std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size = 1,
+                                bool nonblocking = false);
 
 // The schedule for `key`. A hit in the context's cache is the whole cost on the hot path. On a
 // miss (the same calls miss on every rank: sched/cache.hpp) the schedule is built (and printed
@@ -42,7 +45,7 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
 // one never needs anything later, when the peers hit and would not agree again.
 using Build = std::function<sched::Schedule(int variant)>;
 using Acquirer = std::function<bool(const sched::Schedule&)>;
-const sched::Schedule* schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
+std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
                                 int variant = 0, bool both = false);
 
 // Counts a hierarchical call that ran pipelined in `chunks` chunks, for the finalize report's

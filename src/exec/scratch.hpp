@@ -44,4 +44,11 @@ class ScratchSet {
   std::deque<Scratch> set_;  // a deque: growing it never moves the buffers handed out
 };
 
+// What one nonblocking request runs on (exec/request.hpp): scratch and the direct level steps'
+// buffers of its own, so that requests outstanding together never share memory.
+struct RequestMemory {
+  Scratch scratch;
+  ScratchSet tmp;
+};
+
 }  // namespace hier::exec

@@ -49,7 +49,8 @@ class Cache {
  public:
   static constexpr int kVariants = 2;
   struct Entry {
-    std::unique_ptr<Schedule> variant[kVariants];
+    // Shared: a nonblocking request (exec/request.hpp) keeps its schedule past an eviction.
+    std::shared_ptr<const Schedule> variant[kVariants];
   };
   // The cached entry for `key`, or null. The pointer stays valid until the next insert.
   const Entry* find(const Key& key) const;

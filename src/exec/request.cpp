@@ -1,0 +1,539 @@
+#include "exec/request.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <unordered_set>
+
+#include "base/hooks.hpp"
+#include "diag/log.hpp"
+
+namespace hier::exec {
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Every outstanding request in the order the program started them. g_mu guards it, the
+// contexts' request fields and every Machine; PMPI_Grequest_complete is called without it.
+std::mutex g_mu;
+std::vector<CollRequest*> g_active;
+std::atomic<int> g_nactive{0};
+
+// Handles of libhier's requests not yet freed by the MPI (MPI_Cancel asks). Its own lock: the
+// MPI calls free_fn from inside its completion calls.
+std::mutex g_hmu;
+std::unordered_set<MPI_Request> g_handles;
+
+// Report: per collective, requests and the seconds from start to completion; the seconds spent
+// in completion calls while requests were outstanding.
+struct Stat {
+  std::atomic<uint64_t> requests{0}, groups{0};
+  std::atomic<double> active_s{0};
+};
+std::array<Stat, static_cast<size_t>(config::Coll::Count)> g_stats;
+std::atomic<double> g_wait_s{0};
+std::atomic<uint64_t> g_thread_rounds{0};
+
+void add(std::atomic<double>& a, double v) {
+  double cur = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+  }
+}
+
+std::string report() {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t c = 0; c < g_stats.size(); ++c)
+    if (const uint64_t n = g_stats[c].requests.load())
+      j[std::string("i") + config::kCollKeys[c]] = {
+          {"requests", n}, {"groups", g_stats[c].groups.load()}, {"active_s", g_stats[c].active_s.load()}};
+  j["wait_s"] = g_wait_s.load();
+  j["progress"] = config::get().progress_thread ? "thread" : "calls";
+  j["thread_rounds"] = g_thread_rounds.load();
+  return j.dump();
+}
+
+// The status of a completed collective request, as the MPIs give it for their own (measured:
+// source 0, tag 0, no elements, not cancelled); MPI_ERROR comes from the return value.
+}  // namespace
+// What the MPI's generalized request keeps. Two owners: the MPI (until it calls free_fn, which
+// MPICH does at MPI_Request_free even before completion, Open MPI once it is also complete)
+// and libhier (until its PMPI_Grequest_complete returned); the last one deletes it.
+struct Extra {
+  int rc = MPI_SUCCESS;
+  MPI_Request handle = MPI_REQUEST_NULL;
+  std::atomic<int> owners{2};
+  void drop() {
+    if (owners.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+};
+namespace {
+int query_fn(void* extra, MPI_Status* st) {
+  const int rc = static_cast<Extra*>(extra)->rc;
+  PMPI_Status_set_elements(st, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(st, 0);
+  st->MPI_SOURCE = 0;
+  st->MPI_TAG = 0;
+  return rc;
+}
+// extra: the request's return code, allocated at start, freed with the MPI's request.
+int free_fn(void* extra) {
+  auto* e = static_cast<Extra*>(extra);
+  {
+    std::lock_guard<std::mutex> hk(g_hmu);
+    g_handles.erase(e->handle);
+  }
+  e->drop();
+  return MPI_SUCCESS;
+}
+int cancel_fn(void*, int) { return MPI_SUCCESS; }  // never reached: core refuses MPI_Cancel first
+
+// Whether r may start its next group: every older request on its context has issued all of
+// its groups (the order of issue above).
+bool may_issue(const CollRequest* r) {
+  for (const CollRequest* q : g_active) {
+    if (q == r) return true;
+    if (q->ctx == r->ctx && !q->machine->issued_all()) return false;
+  }
+  return true;
+}
+
+// Advances r without waiting; true when its schedule is done.
+bool advance(CollRequest* r) {
+  Machine& m = *r->machine;
+  for (;;) {
+    if (m.in_flight() && !m.complete_group(false)) return false;
+    if (m.done()) return true;
+    if (!may_issue(r)) return false;
+    m.start_group();
+  }
+}
+
+void release_types(CollRequest* r) {
+  for (MPI_Datatype& d : r->dups) PMPI_Type_free(&d);
+  r->dups.clear();
+}
+
+}  // namespace
+
+// A persistent collective: its request (schedule, binding, memory) kept between starts.
+struct Persistent {
+  std::unique_ptr<CollRequest> r;
+  MPI_Request handle = MPI_REQUEST_NULL;  // the program's: an inactive persistent request of the MPI
+  MPI_Request current = MPI_REQUEST_NULL; // the generalized request of the current start
+  bool started = false;  // started, and no completion call has seen it complete yet
+  bool running = false;  // its schedule runs (in g_active)
+  bool freed = false;    // MPI_Request_free while running: deleted when it finishes
+};
+
+namespace {
+
+std::unordered_map<MPI_Request, Persistent*> g_persist;  // under g_mu
+std::atomic<int> g_nstarted{0};
+thread_local int tl_persistent_init = 0;
+
+// Under g_mu: a finished request gives back its memory; returns its code.
+int retire(CollRequest* r) {
+  int rc = r->machine->rc();
+  if (rc == MPI_SUCCESS && r->after) rc = r->after();
+  r->extra->rc = rc;
+  Context* ctx = r->ctx;
+  --ctx->requests;
+  if (!r->mem) ctx->memory_lent = false;
+  else if (!r->owner) ctx->request_memory.push_back(std::move(r->mem));
+  if (r->owner) r->owner->running = false;
+  Stat& s = g_stats[static_cast<size_t>(r->coll)];
+  s.groups.fetch_add(r->machine->groups_started(), std::memory_order_relaxed);
+  add(s.active_s, now() - r->t_start);
+  if (!r->owner) release_types(r);
+  return rc;
+}
+
+// Advances every request; completes (outside the lock) the handles of those that finished.
+void progress_round() {
+  std::vector<std::pair<MPI_Request, Extra*>> done;
+  std::vector<std::unique_ptr<CollRequest>> gone;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    for (size_t i = 0; i < g_active.size(); ++i) {
+      CollRequest* r = g_active[i];
+      if (!advance(r)) continue;
+      const int rc = retire(r);
+      (void)rc;  // in r->extra: the MPI reads it through query_fn
+      done.emplace_back(r->handle, r->extra);
+      if (!r->owner) {
+        gone.emplace_back(r);
+      } else if (r->owner->freed) {  // freed by the program while it ran: nothing waits for it
+        Persistent* o = r->owner;
+        release_types(r);
+        if (r->mem) r->ctx->request_memory.push_back(std::move(r->mem));
+        gone.push_back(std::move(o->r));
+        delete o;
+      }
+      g_active.erase(g_active.begin() + static_cast<std::ptrdiff_t>(i));
+      --i;
+      g_nactive.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  // The code reaches the program through query_fn (the completion call's return value).
+  for (auto& [h, extra] : done) {
+    PMPI_Grequest_complete(h);
+    extra->drop();
+  }
+}
+
+// The progress thread (HIER_PROGRESS=thread, MPI_THREAD_MULTIPLE only).
+struct ProgressThread {
+  std::thread th;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+};
+ProgressThread* g_thread = nullptr;
+std::once_flag g_thread_once;
+
+void thread_main(ProgressThread* t) {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lk(t->mu);
+      t->cv.wait(lk, [t] { return t->stop || g_nactive.load() > 0; });
+      if (t->stop && g_nactive.load() == 0) return;
+    }
+    progress_round();
+    g_thread_rounds.fetch_add(1, std::memory_order_relaxed);
+    // The ranks share few cores: poll often, not continuously.
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void drain_all();
+
+void at_finalize() {
+  if (g_thread) {
+    drain_all();
+    {
+      std::lock_guard<std::mutex> lk(g_thread->mu);
+      g_thread->stop = true;
+    }
+    g_thread->cv.notify_all();
+    g_thread->th.join();
+    delete g_thread;
+    g_thread = nullptr;
+  }
+  drain_all();  // requests the program freed while active complete here, at the latest
+}
+
+void setup_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    base::add_report_section("nonblocking", report);
+    base::add_finalize_hook(at_finalize);
+  });
+  if (!config::get().progress_thread) return;
+  std::call_once(g_thread_once, [] {
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE) {
+      HIER_WARN("exec", "HIER_PROGRESS=thread needs MPI_THREAD_MULTIPLE (the program has thread level %d): "
+                        "nonblocking collectives progress in MPI_Wait/MPI_Test and other MPI calls instead", level);
+      return;
+    }
+    g_thread = new ProgressThread();
+    g_thread->th = std::thread(thread_main, g_thread);
+  });
+}
+
+void wake_thread() {
+  if (!g_thread) return;
+  { std::lock_guard<std::mutex> lk(g_thread->mu); }
+  g_thread->cv.notify_one();
+}
+
+bool active_on(Context* ctx) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return ctx->requests > 0;
+}
+
+void drain_all() {
+  while (g_nactive.load() > 0) {
+    progress_round();
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+void hold_type(CollRequest& r, TypeInfo& t) {
+  int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
+  if (t.type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(t.type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+      combiner == MPI_COMBINER_NAMED)
+    return;
+  MPI_Datatype d = MPI_DATATYPE_NULL;
+  if (PMPI_Type_dup(t.type, &d) != MPI_SUCCESS) return;  // the program's own handle then
+  r.dups.push_back(d);
+  t.type = d;
+}
+
+char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* info) {
+  Context* ctx = r.ctx;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (!ctx->request_memory.empty()) {
+      r.mem = std::move(ctx->request_memory.back());
+      ctx->request_memory.pop_back();
+    }
+  }
+  try {
+    if (!r.mem) r.mem = std::make_unique<RequestMemory>();
+    char* m = r.mem->scratch.get(static_cast<size_t>(scratch_bytes));
+    if (m && reserve(*r.sched, *ctx->levels, info, &r.mem->tmp)) {
+      r.b.tmp = &r.mem->tmp;
+      return m;
+    }
+  } catch (...) {
+  }
+  // Failed here: run on the context's own memory, reserved and agreed at the miss, once
+  // nothing else on this context runs on it.
+  r.mem.reset();
+  HIER_INFO("exec", "nonblocking %s: no memory of its own; waits for the requests before it",
+            config::kCollKeys[static_cast<size_t>(r.coll)]);
+  drain(ctx);
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    ctx->memory_lent = true;
+  }
+  r.b.tmp = &ctx->tmp;
+  return ctx->scratch.get(static_cast<size_t>(scratch_bytes));
+}
+
+namespace {
+// Starts r (owned by the caller until it is in g_active): a generalized request for the
+// program, a fresh machine, the first group issued where the order allows.
+int launch(CollRequest* r, MPI_Request* out) {
+  setup_once();
+  if (r->before)
+    if (int rc = r->before(); rc != MPI_SUCCESS) return rc;
+  auto* extra = new Extra();
+  MPI_Request h = MPI_REQUEST_NULL;
+  if (int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &h); rc != MPI_SUCCESS) {
+    delete extra;
+    return rc;
+  }
+  r->handle = h;
+  r->extra = extra;
+  extra->handle = h;
+  r->machine = std::make_unique<Machine>(*r->sched, *r->ctx->levels, r->b, true);
+  r->t_start = now();
+  g_stats[static_cast<size_t>(r->coll)].requests.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> hk(g_hmu);
+    g_handles.insert(h);
+  }
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    ++r->ctx->requests;
+    if (!r->mem) r->ctx->memory_lent = true;
+    g_active.push_back(r);
+    g_nactive.fetch_add(1, std::memory_order_relaxed);
+  }
+  *out = h;
+  progress_round();  // issues the first group at once where the order allows
+  wake_thread();
+  return MPI_SUCCESS;
+}
+}  // namespace
+
+int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
+  if (tl_persistent_init) {  // MPI_*_init: kept, started by MPI_Start
+    setup_once();
+    auto* o = new Persistent();
+    if (int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle); rc != MPI_SUCCESS) {
+      delete o;
+      return rc;
+    }
+    r->owner = o;
+    o->r = std::move(r);
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_persist[o->handle] = o;
+    *out = o->handle;
+    return MPI_SUCCESS;
+  }
+  CollRequest* raw = r.get();
+  const int rc = launch(raw, out);
+  if (rc != MPI_SUCCESS) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (raw->mem) raw->ctx->request_memory.push_back(std::move(raw->mem));
+    release_types(raw);
+    return rc;
+  }
+  r.release();  // g_active owns it now
+  return MPI_SUCCESS;
+}
+
+PersistentInit::PersistentInit() { ++tl_persistent_init; }
+PersistentInit::~PersistentInit() { --tl_persistent_init; }
+
+bool persistent_init_scope() { return tl_persistent_init > 0; }
+
+bool is_persistent(MPI_Request h) {
+  if (h == MPI_REQUEST_NULL) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_persist.count(h) != 0;
+}
+
+bool persistent_started() { return g_nstarted.load(std::memory_order_relaxed) > 0; }
+
+int start_persistent(MPI_Request h) {
+  Persistent* o;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_persist.find(h);
+    if (it == g_persist.end()) return MPI_ERR_REQUEST;
+    o = it->second;
+    if (o->started) return MPI_ERR_REQUEST;  // started twice without completion: erroneous
+  }
+  // Runs on the context's own memory (its allocation failed at init): nothing else may then.
+  if (!o->r->mem) before_call(o->r->ctx, false);
+  o->r->machine.reset();
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    o->started = o->running = true;
+  }
+  g_nstarted.fetch_add(1, std::memory_order_relaxed);
+  const int rc = launch(o->r.get(), &o->current);
+  if (rc != MPI_SUCCESS) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    o->started = o->running = false;
+    g_nstarted.fetch_sub(1, std::memory_order_relaxed);
+  }
+  return rc;
+}
+
+int free_persistent(MPI_Request* h) {
+  Persistent* o;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_persist.find(*h);
+    if (it == g_persist.end()) return MPI_ERR_REQUEST;
+    o = it->second;
+    g_persist.erase(it);
+    if (o->started) {
+      o->started = false;
+      g_nstarted.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  // A start still running completes on its own (progressed by later calls, at the latest
+  // MPI_Finalize); its generalized request is released to the MPI now.
+  if (o->current != MPI_REQUEST_NULL) PMPI_Request_free(&o->current);
+  bool running;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    running = o->running;
+    if (running) {
+      o->freed = true;
+    } else if (o->r->mem) {
+      o->r->ctx->request_memory.push_back(std::move(o->r->mem));
+    }
+  }
+  if (!running) {
+    release_types(o->r.get());
+    delete o;
+  }
+  return PMPI_Request_free(h);
+}
+
+MPI_Request* swap_in(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
+  if (!persistent_started()) return r;
+  tmp.assign(r, r + n);
+  bool any = false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (int i = 0; i < n; ++i) {
+    auto it = g_persist.find(r[i]);
+    if (it != g_persist.end() && it->second->started) {
+      tmp[i] = it->second->current;
+      any = true;
+    }
+  }
+  if (!any) {
+    tmp.clear();
+    return r;
+  }
+  return tmp.data();
+}
+
+void swap_out(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
+  if (tmp.empty()) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (int i = 0; i < n; ++i) {
+    auto it = g_persist.find(r[i]);
+    if (it != g_persist.end() && it->second->started) {
+      Persistent* o = it->second;
+      if (tmp[i] == MPI_REQUEST_NULL) {  // this start completed: the handle is inactive again
+        o->current = MPI_REQUEST_NULL;
+        o->started = false;
+        g_nstarted.fetch_sub(1, std::memory_order_relaxed);
+      }
+      continue;  // the program keeps its persistent handle
+    }
+    r[i] = tmp[i];
+  }
+  tmp.clear();
+}
+
+bool requests_active() { return g_nactive.load(std::memory_order_relaxed) > 0; }
+
+void progress() {
+  if (requests_active()) progress_round();
+}
+
+void drain(Context* ctx) {
+  while (active_on(ctx)) {
+    progress_round();
+    std::this_thread::yield();
+  }
+}
+
+void before_call(Context* ctx, bool nonblocking) {
+  if (!requests_active()) return;
+  bool wait;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    wait = ctx->requests > 0 && (!nonblocking || ctx->memory_lent);
+  }
+  if (wait) drain(ctx);
+}
+
+bool unfinished(int n, const MPI_Request* r) {
+  if (!requests_active()) return false;
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (const CollRequest* q : g_active)
+    if (std::find(r, r + n, q->handle) != r + n) return true;
+  return false;
+}
+
+bool is_collective_request(MPI_Request r) {
+  if (r == MPI_REQUEST_NULL) return false;
+  std::lock_guard<std::mutex> hk(g_hmu);
+  return g_handles.count(r) != 0;
+}
+
+void finish_now(MPI_Request h) {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(g_mu);
+      if (std::none_of(g_active.begin(), g_active.end(), [h](const CollRequest* r) { return r->handle == h; })) return;
+    }
+    progress_round();
+    std::this_thread::yield();
+  }
+}
+
+void note_wait(double seconds) { add(g_wait_s, seconds); }
+
+}  // namespace hier::exec
