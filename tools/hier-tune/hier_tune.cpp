@@ -216,7 +216,7 @@ double latency_ns(int a, int b, int rank, int rounds) {
 }
 
 // k flows at once: senders[i] sends `bytes` to receivers[i] (one direction), then a 0-byte
-// acknowledgement; the time per byte of each flow, latency taken off.
+// acknowledgement; the time per byte of each flow, latency taken off (see below).
 double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>& receivers, int rank,
                         std::vector<char>& buf, int64_t bytes, int reps, double lat_ns) {
   char ack = 0;
@@ -231,7 +231,10 @@ double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>&
       }
     }
   });
-  return std::max(0.0, (1e9 * t - 2 * lat_ns) / static_cast<double>(bytes));
+  // The message and its acknowledgement cost two latencies; on a loaded machine the latency's
+  // median can exceed them (ranks waiting to be scheduled), so at most half the time is taken
+  // off: a time per byte is never zero.
+  return std::max(1e9 * t - 2 * lat_ns, 0.5e9 * t) / static_cast<double>(bytes);
 }
 
 // One level: latency of pair (a0, b0), and k = 1..max_flows flows, flow i from node_a's member
@@ -416,12 +419,16 @@ int main(int argc, char** argv) {
   // Check the output file first, so that a bad path costs no measurement.
   int writable = 1;
   if (rank == 0 && !out.empty()) {
-    FILE* f = std::fopen(out.c_str(), "w");
+    // (appending nothing, and removing it again if it was not there: the file appears only
+    // once complete, so that a launcher may wait for it)
+    const bool existed = access(out.c_str(), F_OK) == 0;
+    FILE* f = std::fopen(out.c_str(), "a");
     if (!f) {
       std::fprintf(stderr, "hier-tune: cannot write %s: %s\n", out.c_str(), std::strerror(errno));
       writable = 0;
     } else {
       std::fclose(f);
+      if (!existed) std::remove(out.c_str());
     }
   }
   PMPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
