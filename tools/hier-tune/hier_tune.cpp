@@ -1,20 +1,33 @@
-// hier-tune: measures the costs behind libhier's point-to-point datatype planner and writes them
-// as JSON for HIER_TUNE_FILE.
-//   mpiexec -n 2 hier-tune [-o FILE] [--quick]     (-n 1 measures packing only)
-// Model (dtype/tune.hpp): time(bytes, blocks) = a + b * bytes + c * blocks, fitted by least
-// squares for libhier's engine and for the MPI's own PMPI_Pack/PMPI_Unpack over vectors of
-// 4 B .. 4 KiB blocks and 16 KiB .. 4 MiB messages. With two ranks it also measures one message
-// end to end, with the derived type through the MPI and as contiguous bytes.
+// hier-tune: measures libhier's machine model on the user's machine and writes one JSON file
+// in the format "libhier-tune/2" (docs/tune-file.md) for HIER_TUNE_FILE: the collectives
+// planner's per-level parameters and the datatype engine's cost lines.
+//   mpiexec -n N hier-tune [-o FILE] [--quick]        (launched like the application)
+// What it measures (every figure the median of repetitions, the slowest rank's time):
+//  - levels.intra: two ranks sharing memory (MPI_COMM_TYPE_SHARED): half a ping-pong of 0 bytes
+//    (latency) and one-way streams of large messages (ns per byte), with 1 .. ppn/2 senders of
+//    node 0 sending at once (concurrent).
+//  - levels.inter: the same between node 0 and node 1, with k = 1 .. ppn members of node 0 each
+//    sending to one member of node 1 at once. Omitted (and said) when the job has one node.
+//  - compute: MPI_Reduce_local (MPI_FLOAT, MPI_SUM) and memcpy, per byte.
+//  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
+//    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
+//  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
+//    = a + b * bytes + c * blocks fitted by least squares for libhier's engine and the MPI's own
+//    PMPI_Pack/PMPI_Unpack over vectors of 4 B .. 4 KiB blocks, and one message end to end
+//    between ranks 0 and 1 with the derived type through the MPI and as contiguous bytes.
 #include <mpi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,6 +41,7 @@ using Clock = std::chrono::steady_clock;
 using hier::dtype::CostLine;
 
 double g_batch = 0.01;
+MPI_Comm g_pair = MPI_COMM_NULL;  // ranks 0 and 1
 
 double seconds(const std::function<void()>& fn) {
   fn();
@@ -107,34 +121,201 @@ Layout vector_layout(int64_t bytes, int block) {
   return l;
 }
 
-}  // namespace
+using json = nlohmann::json;
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::string out;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-o" && i + 1 < argc) out = argv[++i];
-    else if (a == "--quick") quick = true;
-    else if (rank == 0) {
-      std::fprintf(stderr, "usage: mpiexec -n 2 hier-tune [-o FILE] [--quick]\n");
-      MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+const char* kUsage =
+    "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--help]\n"
+    "  Measures libhier's machine model (levels, compute, the MPI's own collectives, datatype\n"
+    "  engine) and writes it as JSON (format libhier-tune/2, docs/tune-file.md) to FILE\n"
+    "  (default: stdout). Launch it like the application: same nodes, ranks per node, MPI.\n"
+    "  --quick   fewer sizes and repetitions (seconds; for tests)\n";
+
+double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Median over `reps` repetitions (after one warm-up) of the slowest rank's time of fn(), every
+// repetition started together (barrier) on `comm`.
+double timed(MPI_Comm comm, int reps, const std::function<void()>& fn) {
+  std::vector<double> t;
+  for (int r = 0; r <= reps; ++r) {
+    PMPI_Barrier(comm);
+    const double t0 = now();
+    fn();
+    double dt = now() - t0, mx = 0;
+    PMPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (r > 0) t.push_back(mx);
   }
-  g_batch = quick ? 0.002 : 0.01;
+  return median(t);
+}
+
+struct Shape {
+  int rank = 0, size = 1, local = 0, ppn = 1, node = 0, nodes = 1;
+  bool uniform = true;  // same ranks on every node, placed node by node
+  MPI_Comm node_comm = MPI_COMM_NULL;
+};
+
+Shape shape() {
+  Shape s;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &s.size);
+  PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, s.rank, MPI_INFO_NULL, &s.node_comm);
+  PMPI_Comm_rank(s.node_comm, &s.local);
+  PMPI_Comm_size(s.node_comm, &s.ppn);
+  int leader = s.local == 0 ? 1 : 0;
+  PMPI_Allreduce(&leader, &s.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  // node index: the number of leaders before this node's leader (world rank order)
+  int before = 0;
+  PMPI_Exscan(&leader, &before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (s.rank == 0) before = 0;
+  s.node = leader ? before : 0;
+  PMPI_Bcast(&s.node, 1, MPI_INT, 0, s.node_comm);
+  int mm[2] = {-s.ppn, s.ppn}, r[2];
+  PMPI_Allreduce(mm, r, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  s.uniform = -r[0] == r[1];
+  return s;
+}
+
+// World rank of member `local` of node `node`, or -1 (gathered once).
+struct RankMap {
+  std::vector<int> node, local;
+  int find(int n, int l) const {
+    for (size_t r = 0; r < node.size(); ++r)
+      if (node[r] == n && local[r] == l) return static_cast<int>(r);
+    return -1;
+  }
+};
+
+RankMap rank_map(const Shape& s) {
+  RankMap m;
+  m.node.resize(s.size);
+  m.local.resize(s.size);
+  PMPI_Allgather(&s.node, 1, MPI_INT, m.node.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  PMPI_Allgather(&s.local, 1, MPI_INT, m.local.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return m;
+}
+
+// Half a round trip of 0 bytes between world ranks a and b (the others wait).
+double latency_ns(int a, int b, int rank, int rounds) {
+  char x = 0;
+  return 1e9 * timed(MPI_COMM_WORLD, 5, [&] {
+           for (int i = 0; i < rounds; ++i) {
+             if (rank == a) {
+               PMPI_Send(&x, 0, MPI_BYTE, b, 1, MPI_COMM_WORLD);
+               PMPI_Recv(&x, 0, MPI_BYTE, b, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+             } else if (rank == b) {
+               PMPI_Recv(&x, 0, MPI_BYTE, a, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+               PMPI_Send(&x, 0, MPI_BYTE, a, 1, MPI_COMM_WORLD);
+             }
+           }
+         }) / (2.0 * rounds);
+}
+
+// k flows at once: senders[i] sends `bytes` to receivers[i] (one direction), then a 0-byte
+// acknowledgement; the time per byte of each flow, latency taken off (see below).
+double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>& receivers, int rank,
+                        std::vector<char>& buf, int64_t bytes, int reps, double lat_ns) {
+  char ack = 0;
+  const double t = timed(MPI_COMM_WORLD, reps, [&] {
+    for (size_t i = 0; i < senders.size(); ++i) {
+      if (rank == senders[i]) {
+        PMPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, receivers[i], 2, MPI_COMM_WORLD);
+        PMPI_Recv(&ack, 0, MPI_BYTE, receivers[i], 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else if (rank == receivers[i]) {
+        PMPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, senders[i], 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        PMPI_Send(&ack, 0, MPI_BYTE, senders[i], 3, MPI_COMM_WORLD);
+      }
+    }
+  });
+  // The message and its acknowledgement cost two latencies; on a loaded machine the latency's
+  // median can exceed them (ranks waiting to be scheduled), so at most half the time is taken
+  // off: a time per byte is never zero.
+  return std::max(1e9 * t - 2 * lat_ns, 0.5e9 * t) / static_cast<double>(bytes);
+}
+
+// One level: latency of pair (a0, b0), and k = 1..max_flows flows, flow i from node_a's member
+// sa(i) to node_b's member sb(i).
+json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::function<int(int)>& la,
+                   const std::function<int(int)>& lb, int max_flows, bool quick, std::vector<char>& buf) {
+  const int a0 = m.find(na, la(0)), b0 = m.find(nb, lb(0));
+  const double lat = latency_ns(a0, b0, s.rank, quick ? 20 : 100);
+  const int64_t bytes = quick ? (1 << 20) : (4 << 20);
+  const int reps = quick ? 3 : 5;
+  json conc = json::array();
+  double one = 0;
+  for (int k = 1; k <= max_flows; ++k) {
+    std::vector<int> snd, rcv;
+    for (int i = 0; i < k; ++i) {
+      snd.push_back(m.find(na, la(i)));
+      rcv.push_back(m.find(nb, lb(i)));
+    }
+    const double x = flow_ns_per_byte(snd, rcv, s.rank, buf, bytes, reps, lat);
+    if (k == 1) one = x;
+    conc.push_back({{"flows", k}, {"ns_per_byte", x}});
+  }
+  return {{"latency_ns", lat}, {"ns_per_byte", one}, {"concurrent", conc}};
+}
+
+// The MPI's own collectives on MPI_COMM_WORLD; bytes as the planner counts them.
+json measure_flat(const Shape& s, bool quick) {
+  const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{64 << 10, 1 << 20}
+                                           : std::vector<int64_t>{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
+  const int reps = quick ? 3 : 5;
+  json out = json::object();
+  const int64_t cap = sizes.back();
+  std::vector<float> a(cap / 4 + s.size, 1.0f), b(cap / 4 + s.size, 0.0f);
+  auto run = [&](const char* name, const std::function<void(int64_t)>& call) {
+    json pts = json::array();
+    for (int64_t n : sizes) {
+      const double t = timed(MPI_COMM_WORLD, reps, [&] { call(n); });
+      pts.push_back({{"bytes", n}, {"ns", 1e9 * t}});
+    }
+    out[name] = pts;
+  };
+  run("allreduce", [&](int64_t n) {
+    PMPI_Allreduce(a.data(), b.data(), static_cast<int>(n / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  });
+  run("allgather", [&](int64_t n) {  // n: the whole output
+    PMPI_Allgather(a.data(), static_cast<int>(n / 4 / s.size), MPI_FLOAT, b.data(), static_cast<int>(n / 4 / s.size),
+                   MPI_FLOAT, MPI_COMM_WORLD);
+  });
+  run("reduce_scatter_block", [&](int64_t n) {  // n: the whole input
+    PMPI_Reduce_scatter_block(a.data(), b.data(), static_cast<int>(n / 4 / s.size), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  });
+  run("bcast", [&](int64_t n) { PMPI_Bcast(a.data(), static_cast<int>(n / 4), MPI_FLOAT, 0, MPI_COMM_WORLD); });
+  return out;
+}
+
+json measure_compute(bool quick) {
+  const int64_t n = quick ? (1 << 20) : (4 << 20);
+  std::vector<float> x(n / 4, 1.0f), y(n / 4, 2.0f);
+  std::vector<char> c(n, 1), d(n);
+  const double red = seconds([&] { PMPI_Reduce_local(x.data(), y.data(), static_cast<int>(n / 4), MPI_FLOAT, MPI_SUM); });
+  const double cp = seconds([&] {
+    std::memcpy(d.data(), c.data(), static_cast<size_t>(n));
+    asm volatile("" ::"r"(d.data()) : "memory");
+  });
+  return {{"reduce_ns_per_byte", 1e9 * red / n}, {"copy_ns_per_byte", 1e9 * cp / n}};
+}
+
+// The datatype engine's model (libhier-tune/1's "p2p" object).
+json measure_dtype(int rank, int size, bool quick) {
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{16 << 10, 1 << 20} : std::vector<int64_t>{16 << 10, 256 << 10, 4 << 20};
   const std::vector<int> blocks = {4, 16, 64, 256, 1024, 4096};
   std::vector<char> src(2 * (4 << 20) + 8192, 1), packed(4 << 20), back(src.size());
   std::vector<Sample> ep, eu, mp, mu;
-  std::vector<std::pair<Layout, double>> e2e_cases;
+  std::vector<Layout> e2e_cases;
   for (int64_t bytes : sizes) {
     for (int bl : blocks) {
       Layout l = vector_layout(bytes, bl);
-      if (!l.canon->ok) continue;
+      if (!l.canon->ok) {
+        MPI_Type_free(&l.t);
+        continue;
+      }
       if (rank == 0) {
         ep.push_back({double(l.bytes), double(l.blocks),
                       1e9 * seconds([&] { hier::dtype::pack(*l.canon, src.data(), 1, packed.data()); })});
@@ -149,7 +330,7 @@ int main(int argc, char** argv) {
                         PMPI_Unpack(packed.data(), int(packed.size()), &p, back.data(), 1, l.t, MPI_COMM_SELF);
                       })});
       }
-      if (bl == 4 || bl == 64 || bl == 1024) e2e_cases.emplace_back(std::move(l), 0.0);
+      if (bl == 4 || bl == 64 || bl == 1024) e2e_cases.push_back(std::move(l));
       else MPI_Type_free(&l.t);
     }
   }
@@ -158,16 +339,15 @@ int main(int argc, char** argv) {
   m.engine_unpack = fit(eu.empty() ? std::vector<Sample>{{1, 1, 1}} : eu);
   m.mpi_pack = fit(mp.empty() ? std::vector<Sample>{{1, 1, 1}} : mp);
   m.mpi_unpack = fit(mu.empty() ? std::vector<Sample>{{1, 1, 1}} : mu);
-
-  // End to end, with two ranks: ping-pong of the derived type through the MPI, and of the same
-  // number of contiguous bytes (what libhier sends once it has packed).
+  // End to end between ranks 0 and 1: ping-pong of the derived type through the MPI, and of
+  // the same number of contiguous bytes (what libhier sends once it has packed).
   if (size >= 2 && rank < 2) {
     const int peer = 1 - rank;
     std::vector<Sample> derived, contig;
-    for (auto& [l, unused] : e2e_cases) {
+    for (Layout& l : e2e_cases) {
       const int rounds = quick ? 20 : 60;
       auto pingpong = [&](bool bytes_only) {
-        PMPI_Barrier(MPI_COMM_WORLD);
+        PMPI_Barrier(g_pair);
         auto t0 = Clock::now();
         for (int r = 0; r < rounds; ++r) {
           if ((r % 2) == rank) {
@@ -188,16 +368,104 @@ int main(int argc, char** argv) {
       }
       derived.push_back({double(l.bytes), double(l.blocks), d});
       contig.push_back({double(l.bytes), 1.0, c});
-      MPI_Type_free(&l.t);
     }
     if (rank == 0 && !derived.empty()) {
       m.mpi_p2p = fit(derived);
       m.contig_p2p = fit(contig);
       m.contig_p2p.ns_per_block = 0;  // one block by construction
     }
-  } else {
-    for (auto& [l, unused] : e2e_cases) MPI_Type_free(&l.t);
   }
+  for (Layout& l : e2e_cases) MPI_Type_free(&l.t);
+  json j = json::parse(hier::dtype::tune_to_json(m, "", ""));
+  return j.at("p2p");
+}
+
+std::string iso_now() {
+  char b[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(b, sizeof b, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::string out;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-o" && i + 1 < argc) {
+      out = argv[++i];
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--help" || a == "-h") {
+      if (rank == 0) std::fputs(kUsage, stdout);
+      MPI_Finalize();
+      return 0;
+    } else {
+      if (rank == 0)
+        std::fprintf(stderr, "hier-tune: %s '%s'\n%s", a == "-o" ? "missing file name after" : "unknown argument",
+                     a.c_str(), kUsage);
+      MPI_Finalize();
+      return 2;
+    }
+  }
+  // Check the output file first, so that a bad path costs no measurement.
+  int writable = 1;
+  if (rank == 0 && !out.empty()) {
+    // (appending nothing, and removing it again if it was not there: the file appears only
+    // once complete, so that a launcher may wait for it)
+    const bool existed = access(out.c_str(), F_OK) == 0;
+    FILE* f = std::fopen(out.c_str(), "a");
+    if (!f) {
+      std::fprintf(stderr, "hier-tune: cannot write %s: %s\n", out.c_str(), std::strerror(errno));
+      writable = 0;
+    } else {
+      std::fclose(f);
+      if (!existed) std::remove(out.c_str());
+    }
+  }
+  PMPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!writable) {
+    MPI_Finalize();
+    return 1;
+  }
+  const double t_start = now();
+  g_batch = quick ? 0.002 : 0.01;
+  PMPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &g_pair);
+  const Shape s = shape();
+  const RankMap map = rank_map(s);
+  if (!s.uniform && rank == 0)
+    std::fprintf(stderr, "hier-tune: warning: nodes have different numbers of ranks; the file states %d per node\n", s.ppn);
+
+  json levels = json::object();
+  std::vector<char> buf((quick ? 1 : 4) << 20, 1);
+  // intra: node 0, members i -> ppn/2 + i
+  if (s.ppn >= 2) {
+    const int half = s.ppn / 2;
+    levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [half](int i) { return half + i; }, half,
+                                    quick, buf);
+  } else if (rank == 0) {
+    std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
+  }
+  // inter: node 0 member i -> node 1 member i, i < k, k = 1 .. ppn
+  if (s.nodes >= 2) {
+    int ppn1 = 0;
+    for (size_t r = 0; r < map.node.size(); ++r) ppn1 += map.node[r] == 1;
+    levels["inter"] = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; },
+                                    std::min(s.ppn, ppn1), quick, buf);
+  } else if (rank == 0) {
+    std::fprintf(stderr, "hier-tune: one node: only levels.intra is measured (no levels.inter)\n");
+  }
+  const json compute = measure_compute(quick);  // every rank measures; rank 0's figures are kept
+  const json flat = measure_flat(s, quick);
+  const json dtype = measure_dtype(rank, size, quick);
 
   if (rank == 0) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -205,22 +473,44 @@ int main(int argc, char** argv) {
     MPI_Get_library_version(lib, &len);
     std::string l(lib, len);
     l = l.substr(0, l.find_first_of("\n,"));
+    while (!l.empty() && (l.back() == ' ' || l.back() == '\t')) l.pop_back();
+    for (char& c : l)
+      if (c == '\t') c = ' ';
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-    m.source = out.empty() ? "stdout" : out;
-    const std::string text = hier::dtype::tune_to_json(m, l, host);
+#if defined(OMPI_MAJOR_VERSION)
+    const char* family = "openmpi";
+#else
+    const char* family = "mpich";
+#endif
+    json j = {{"format", "libhier-tune/2"},
+              {"machine",
+               {{"host", host},
+                {"mpi_family", family},
+                {"mpi_library", l},
+                {"nodes", s.nodes},
+                {"ranks_per_node", s.ppn},
+                {"measured", iso_now()},
+                {"tool", "hier-tune 2"}}},
+              {"levels", levels},
+              {"compute", compute},
+              {"flat_measured", flat},
+              {"dtype", dtype}};
+    const std::string text = j.dump(2) + "\n";
     if (out.empty()) {
       std::fputs(text.c_str(), stdout);
     } else {
       FILE* f = std::fopen(out.c_str(), "w");
-      if (!f || std::fputs(text.c_str(), f) < 0) {
+      if (!f || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0) {
         std::fprintf(stderr, "hier-tune: cannot write %s\n", out.c_str());
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
-      std::fclose(f);
-      std::fprintf(stderr, "hier-tune: wrote %s (use HIER_TUNE_FILE=%s)\n", out.c_str(), out.c_str());
+      std::fprintf(stderr, "hier-tune: wrote %s in %.0f s (%d nodes x %d ranks; use HIER_TUNE_FILE=%s)\n", out.c_str(),
+                   now() - t_start, s.nodes, s.ppn, out.c_str());
     }
   }
+  if (g_pair != MPI_COMM_NULL) PMPI_Comm_free(&g_pair);
+  PMPI_Comm_free(const_cast<MPI_Comm*>(&s.node_comm));
   MPI_Finalize();
   return 0;
 }

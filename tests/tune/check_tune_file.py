@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Checks a file written by hier-tune against docs/tune-file.md (libhier-tune/2).
+usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY"""
+import json, math, sys
+
+def fail(msg):
+    print(f"check_tune_file: {msg}")
+    sys.exit(1)
+
+def num(x, where, positive=False):
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x) or x < 0:
+        fail(f"{where} = {x!r}: not a finite number >= 0")
+    if positive and x <= 0:
+        fail(f"{where} = {x!r}: not > 0")
+
+path, nodes, ppn, family = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+j = json.load(open(path))
+if j.get("format") != "libhier-tune/2":
+    fail(f"format {j.get('format')!r}")
+m = j["machine"]
+if m.get("mpi_family") != family:
+    fail(f"mpi_family {m.get('mpi_family')!r}, expected {family}")
+if m.get("nodes") != nodes or m.get("ranks_per_node") != ppn:
+    fail(f"shape {m.get('nodes')} x {m.get('ranks_per_node')}, expected {nodes} x {ppn}")
+for k in ("host", "mpi_library", "measured", "tool"):
+    if not isinstance(m.get(k), str) or not m[k]:
+        fail(f"machine.{k} missing")
+levels = j["levels"]
+expect = (["intra"] if ppn >= 2 else []) + (["inter"] if nodes >= 2 else [])
+if sorted(levels) != sorted(expect):
+    fail(f"levels {sorted(levels)}, expected {expect}")
+for name in expect:
+    lv = levels[name]
+    num(lv["latency_ns"], f"{name}.latency_ns", positive=True)
+    num(lv["ns_per_byte"], f"{name}.ns_per_byte", positive=True)
+    flows = [c["flows"] for c in lv["concurrent"]]
+    top = ppn // 2 if name == "intra" else ppn
+    if flows != list(range(1, top + 1)):
+        fail(f"{name}.concurrent flows {flows}, expected 1..{top}")
+    for c in lv["concurrent"]:
+        num(c["ns_per_byte"], f"{name}.concurrent[{c['flows']}]", positive=True)
+    if lv["concurrent"][0]["ns_per_byte"] != lv["ns_per_byte"]:
+        fail(f"{name}: concurrent[flows=1] differs from ns_per_byte")
+for k in ("reduce_ns_per_byte", "copy_ns_per_byte"):
+    num(j["compute"][k], f"compute.{k}", positive=True)
+for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
+    pts = j["flat_measured"][coll]
+    if len(pts) < 2:
+        fail(f"flat_measured.{coll}: {len(pts)} points")
+    b = [p["bytes"] for p in pts]
+    if b != sorted(set(b)) or b[0] != 65536:
+        fail(f"flat_measured.{coll} bytes {b}: not ascending from 64 KiB")
+    for p in pts:
+        num(p["ns"], f"flat_measured.{coll}[{p['bytes']}]", positive=True)
+d = j["dtype"]
+if d.get("policy") not in ("auto", "always", "never"):
+    fail(f"dtype.policy {d.get('policy')!r}")
+for line in ("engine_pack", "engine_unpack", "mpi_pack", "mpi_unpack", "mpi_p2p", "contig_p2p"):
+    for k in ("overhead_ns", "ns_per_byte", "ns_per_block"):
+        num(d[line][k], f"dtype.{line}.{k}")
+    if line != "contig_p2p" and d[line]["ns_per_byte"] + d[line]["ns_per_block"] <= 0:
+        fail(f"dtype.{line}: no cost per byte or per block")
+if "flat_algorithms" in j:
+    fail("flat_algorithms written (built-in only)")
+print(f"check_tune_file: {path} ok ({nodes} x {ppn}, {family}, levels {expect})")
