@@ -194,8 +194,17 @@ const VarSpec kVars[] = {
    "Pipeline chunk size: hierarchical allreduce and bcast larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
    apply_chunk, true},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
-   "Lossy blockwise quantization of the traffic that crosses the slowest level: MPI_Allreduce, MPI_Reduce_scatter(_block) (float/double MPI_SUM) and MPI_Allgather (float/double) from 64 KiB on cartesian 2-level shapes (docs/quantization.md); everything else stays exact.",
-   [](const std::string& v, Config& c) { return parse_per_coll<Quant>(v, c.quant, quant_from, "quantization"); }, true},
+   "Lossy blockwise quantization of the traffic that crosses the slowest level: MPI_Allreduce and MPI_Reduce_scatter(_block) (float/double MPI_SUM), and MPI_Allgather (float/double) when named (allgather=int8), from 64 KiB on cartesian 2-level shapes (docs/quantization.md); everything else stays exact.",
+   [](const std::string& v, Config& c) {
+     const std::string err = parse_per_coll<Quant>(v, c.quant, quant_from, "quantization");
+     // A plain value leaves MPI_Allgather exact: only a type signature is equal across ranks
+     // there, so libhier's choice (taken from the receive type) could differ between ranks that
+     // pass equal signatures in different types; it is quantized only when named (and then every
+     // rank must pass MPI_FLOAT or MPI_DOUBLE: docs/quantization.md).
+     if (err.empty() && lower(trim(v)).find('=') == std::string::npos)
+       c.quant[static_cast<size_t>(Coll::Allgather)] = Quant::Off;
+     return err;
+   }, true},
   {"HIER_QUANT_FEEDBACK", "off", "on, off, or the cap as a size with a k/m/g suffix (on = 256m)",
    "Error feedback for quantized calls: each call site (communicator, buffer, count) keeps its quantization residual and adds it to its next call, within this many bytes per process (docs/quantization.md).",
    apply_quant_feedback},

@@ -32,7 +32,7 @@ World world() {
   w.L = lv && std::strncmp(lv, "node:", 5) == 0 ? std::atoi(lv + 5) : w.size;
   w.N = w.size / w.L;
   const char* q = std::getenv("HIER_QUANT");
-  w.Q = q && std::string(q) == "int4" ? 7 : 127;
+  w.Q = q && std::string(q).find("int4") != std::string::npos ? 7 : 127;  // int4, or allreduce=int4,...
   return w;
 }
 

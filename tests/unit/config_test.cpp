@@ -94,6 +94,9 @@ TEST(Config, AlgoGlobalAndPerCollective) {
 
 TEST(Config, Quant) {
   EXPECT_EQ(ok({{"HIER_QUANT", "int8"}}).quant_for(Coll::Allreduce), Quant::Int8);
+  EXPECT_EQ(ok({{"HIER_QUANT", "int4"}}).quant_for(Coll::ReduceScatterBlock), Quant::Int4);
+  // A plain value leaves the allgather exact (its types need only equal signatures).
+  EXPECT_EQ(ok({{"HIER_QUANT", "int8"}}).quant_for(Coll::Allgather), Quant::Off);
   Config c = ok({{"HIER_QUANT", "allgather=int8,reduce_scatter=int4"}});
   EXPECT_EQ(c.quant_for(Coll::Allgather), Quant::Int8);
   EXPECT_EQ(c.quant_for(Coll::ReduceScatter), Quant::Int4);
