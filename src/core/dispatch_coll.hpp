@@ -5,6 +5,7 @@
 #pragma once
 
 #include <climits>
+#include <iterator>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -55,14 +56,16 @@ inline constexpr Form kForms[] = {
     {Fn::Allgatherv_init, Fn::Allgatherv, true},
     {Fn::Bcast_init, Fn::Bcast, true},
 };
-constexpr const Form* form_of(Fn f) {
-  for (const Form& x : kForms)
-    if (x.fn == f) return &x;
-  return nullptr;
+// An index, not a pointer: GCC's -fsanitize=undefined (the asan preset) cannot evaluate a
+// comparison of a pointer into kForms with null in a constant expression.
+constexpr int form_of(Fn f) {
+  for (int i = 0; i < static_cast<int>(std::size(kForms)); ++i)
+    if (kForms[i].fn == f) return i;
+  return -1;
 }
 template <Fn B>
 constexpr Fn blocking_of() {
-  return form_of(B) ? form_of(B)->blocking : B;
+  return form_of(B) >= 0 ? kForms[form_of(B)].blocking : B;
 }
 
 // req: null for a blocking call; the nonblocking call's handle otherwise.
@@ -128,9 +131,9 @@ Outcome persistent(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
 }
 
 template <Fn B>
-constexpr bool has_persistent = form_of(B) && form_of(B)->persistent;
+constexpr bool has_persistent = form_of(B) >= 0 && kForms[form_of(B)].persistent;
 template <Fn B>
-constexpr bool has_nonblocking = form_of(B) && !form_of(B)->persistent;
+constexpr bool has_nonblocking = form_of(B) >= 0 && !kForms[form_of(B)].persistent;
 
 template <Fn B>
 constexpr bool has_hierarchical = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
