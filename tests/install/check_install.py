@@ -207,17 +207,17 @@ def cmd_mpi4py(a):
     with Install(a) as inst:
         lib = inst.path(f"{a.libdir}/hier/{a.mpi}/libhier.so")
         # A module dir that looks like mpi4py to the import system: mpi4py/MPI<ext suffix>, an
-        # ELF linked against this build's MPI (what ldd looks at), and an __init__.py that fails
-        # loudly if hier-run ever imports the package's code beyond locating it.
+        # ELF linked against this build's MPI (what ldd looks at) and an empty __init__.py:
+        # a test fixture standing in for Debian's mpi4py, whose MPI family hier-run must find.
         py = sys.executable
         suffix = run([py, "-c", "import importlib.machinery as m; print(m.EXTENSION_SUFFIXES[0])"]).stdout.strip()
         mod = os.path.join(a.work, "pylib", "mpi4py")
         os.makedirs(mod)
         with open(os.path.join(mod, "__init__.py"), "w") as f:
             f.write("")
-        src = os.path.join(a.work, "mpi_stub.c")
+        src = os.path.join(a.work, "fake_mpi4py_ext.c")
         with open(src, "w") as f:
-            f.write("#include <mpi.h>\nint hier_test_stub(void) { int f = 0; MPI_Initialized(&f); return f; }\n")
+            f.write("#include <mpi.h>\nint fake_mpi4py_ext(void) { int f = 0; MPI_Initialized(&f); return f; }\n")
         run([a.mpicc, "-shared", "-fPIC", "-o", os.path.join(mod, "MPI" + suffix), src])
         script = os.path.join(a.work, "train.py")
         with open(script, "w") as f:
