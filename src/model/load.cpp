@@ -107,7 +107,11 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
               " ranks, this job runs " + std::to_string(job.nodes) + " x " + std::to_string(job.ranks_per_node)};
   const json& lv = need(j, "levels", "");
   m.intra = read_level(need(lv, "intra", "levels."), "levels.intra.");
-  m.inter = read_level(need(lv, "inter", "levels."), "levels.inter.");
+  // A file measured on one node (hier-tune there has no link to measure) states only the intra
+  // level; the inter level then keeps the base model's figures (docs/tune-file.md). A file of a
+  // multi-node job must state both: it is what the planner's cross-node choices rest on.
+  if (lv.contains("inter")) m.inter = read_level(lv.at("inter"), "levels.inter.");
+  else if (m.nodes > 1) throw Bad{"levels.inter missing (required when machine.nodes > 1)"};
   const json& cp = need(j, "compute", "");
   m.reduce_ns_per_byte = number(cp, "reduce_ns_per_byte", "compute.");
   m.copy_ns_per_byte = number(cp, "copy_ns_per_byte", "compute.");

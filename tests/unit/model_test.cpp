@@ -187,7 +187,7 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
       {v2("intelmpi"), "machine.mpi_family"},
       {v2("openmpi", 4, 2), "measured on 4 nodes x 2 ranks, this job runs 2 x 4"},
       {v2(), "measured on 2 nodes x 4 ranks, this job runs 4 x 2", {4, 2}},
-      {missing, "missing levels.inter"},
+      {missing, "levels.inter missing (required when machine.nodes > 1)"},
       {negative, "levels.inter.latency_ns = -5"},
       {bad_policy, "policy 'sometimes'"},
   };
@@ -211,6 +211,23 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
   const model::TuneFile none = model::load("/nonexistent/tune.json", model::Family::OpenMPI, {});
   EXPECT_NE(none.warning.find("cannot read the file"), std::string::npos);
   EXPECT_TRUE(model::load("", model::Family::OpenMPI, {}).warning.empty());
+}
+
+// hier-tune on one node measures no link: its file states levels.intra only, and the inter level
+// keeps the base model's figures.
+TEST(ModelLoad, OneNodeFileKeepsTheBaseInterLevel) {
+  const model::Model& b = model::builtin(model::Family::OpenMPI);
+  std::string one = v2("openmpi", 1, 8);
+  const size_t from = one.find(",\n            \"inter\"");
+  ASSERT_NE(from, std::string::npos);
+  one.erase(from, one.find('}', from) + 1 - from);
+  ASSERT_EQ(one.find("\"inter\""), std::string::npos) << one;
+  model::TuneFile t;
+  std::string err;
+  ASSERT_TRUE(model::parse(one, model::Family::OpenMPI, {1, 8}, b, t, err)) << err;
+  EXPECT_DOUBLE_EQ(t.model.intra.latency_ns, 100);
+  EXPECT_DOUBLE_EQ(t.model.inter.latency_ns, b.inter.latency_ns);
+  EXPECT_DOUBLE_EQ(t.model.inter.ns_per_byte, b.inter.ns_per_byte);
 }
 
 TEST(ModelLoad, Version1FeedsTheDatatypeEngineOnly) {
