@@ -3,7 +3,7 @@
 // uses PMPI_* for its own bookkeeping (so the report counts only the benchmarked calls).
 //
 //   hier-bench [--colls allreduce,allgather,reduce_scatter_block,reduce,bcast,alltoall,barrier]
-//              [--min BYTES] [--max BYTES] [--iters N] [--warmup N] [--max-iters-bytes B]
+//              [--min BYTES] [--max BYTES] [--step F] [--iters N] [--warmup N] [--max-iters-bytes B]
 //              [--csv FILE] [--json FILE] [--label TEXT]
 //
 // Size semantics (per rank, float32 elements): allreduce / reduce / bcast: the whole buffer;
@@ -26,7 +26,7 @@ namespace {
 
 struct Options {
   std::vector<std::string> colls{"allreduce", "allgather", "reduce_scatter_block", "reduce", "bcast", "alltoall", "barrier"};
-  size_t min_bytes = 8, max_bytes = size_t(1) << 24;
+  size_t min_bytes = 8, max_bytes = size_t(1) << 24, step = 2;
   int iters = 20, warmup = 3;
   size_t iters_scale_bytes = size_t(1) << 20;  // above this size, iterations shrink to keep runs short
   std::string csv, json, label = "run";
@@ -68,6 +68,7 @@ Options parse(int argc, char** argv) {
     if (a == "--colls") o.colls = split(next());
     else if (a == "--min") o.min_bytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--max") o.max_bytes = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--step") o.step = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--iters") o.iters = std::atoi(next().c_str());
     else if (a == "--warmup") o.warmup = std::atoi(next().c_str());
     else if (a == "--max-iters-bytes") o.iters_scale_bytes = std::strtoull(next().c_str(), nullptr, 10);
@@ -80,6 +81,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.min_bytes < 4) o.min_bytes = 4;
+  if (o.step < 2) o.step = 2;
   return o;
 }
 
@@ -172,7 +174,7 @@ int main(int argc, char** argv) {
   if (g_rank == 0) std::printf("# hier-bench %s: %d ranks\n%-22s %12s %12s %12s %6s %6s\n", o.label.c_str(), g_size, "collective", "bytes", "median_us", "min_us", "iters", "valid");
   for (const std::string& coll : o.colls) {
     const bool sized = coll != "barrier";
-    for (size_t b = o.min_bytes; b <= o.max_bytes; b *= 2) {
+    for (size_t b = o.min_bytes; b <= o.max_bytes; b *= o.step) {
       Row r = measure(o, coll, b);
       all_valid &= r.valid;
       if (g_rank == 0) {

@@ -13,18 +13,18 @@
 # Needs root (network namespaces) and the builds of both MPIs (--build-dir PREFIX: PREFIX-openmpi,
 # PREFIX-mpich; default build/lead).
 #   bench/model/validate.sh [--mpis "openmpi mpich"] [--shapes "2x4 4x2"] [--reps 3]
-#                           [--min 65536] [--max 16777216] [--iters 6] [--out DIR] [--build-dir PREFIX]
+#                           [--min 65536] [--max 16777216] [--step 2] [--iters 6] [--out DIR] [--build-dir PREFIX]
 #                           [--tune-dir DIR]   (reuse tune files DIR/tune-MPI-NxP.json instead of measuring)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 command_line="bench/model/validate.sh $*"
 mpis="openmpi mpich" shapes="2x4 4x2" reps=3 min=65536 max=$((16 << 20)) iters=6 out=bench/model/out
-prefix=build/lead tune_dir="" timeout=600
+prefix=build/lead tune_dir="" timeout=600 step=2
 while (($#)); do
   case $1 in
     --mpis) mpis=$2; shift 2;; --shapes) shapes=$2; shift 2;; --reps) reps=$2; shift 2;;
-    --min) min=$2; shift 2;; --max) max=$2; shift 2;; --iters) iters=$2; shift 2;;
+    --min) min=$2; shift 2;; --max) max=$2; shift 2;; --iters) iters=$2; shift 2;; --step) step=$2; shift 2;;
     --out) out=$2; shift 2;; --build-dir) prefix=$2; shift 2;; --tune-dir) tune_dir=$2; shift 2;;
     *) echo "validate.sh: unknown option $1 (see the header of this script)" >&2; exit 2;;
   esac
@@ -71,7 +71,7 @@ for shape in $shapes; do
         csv=$raw/$tag.$v.$rep.csv
         before=$(tools/minicluster links --json)
         env "${envs[@]}" tools/minicluster run --timeout "$timeout" --done-file "$csv" --mpi "$mpi" --preload "$b/libhier.so" -- \
-          "$b/hier-bench" --colls "$colls" --min "$min" --max "$max" --iters "$iters" --warmup 1 --max-iters-bytes $((4 << 20)) \
+          "$b/hier-bench" --colls "$colls" --min "$min" --max "$max" --step "$step" --iters "$iters" --warmup 1 --max-iters-bytes $((4 << 20)) \
           --label "$v" --csv "$csv" > "$raw/$tag.$v.$rep.log" 2>&1 || { echo "run failed: $tag $v $rep"; tail -3 "$raw/$tag.$v.$rep.log"; }
         after=$(tools/minicluster links --json)
         d=$(drops_between "$before" "$after")
@@ -90,7 +90,7 @@ print(json.dumps({"name": "emulated cluster", "levels": [{"name": "node", "size"
 PY
     : > "$raw/$tag.sim.csv"
     for c in ${colls//,/ }; do
-      for ((bytes = min; bytes <= max; bytes *= 2)); do
+      for ((bytes = min; bytes <= max; bytes *= step)); do
         simbytes=$bytes
         # hier-bench's allgather size is the block per rank; the planner counts the whole vector.
         [[ $c == allgather ]] && simbytes=$((bytes * nodes * ppn))

@@ -4,10 +4,13 @@
 //   mpiexec -n N hier-tune [-o FILE] [--quick]        (launched like the application)
 // What it measures (every figure the median of repetitions, the slowest rank's time):
 //  - levels.intra: two ranks sharing memory (MPI_COMM_TYPE_SHARED): half a ping-pong of 0 bytes
-//    (latency) and one-way streams of large messages (ns per byte), with 1 .. ppn/2 senders of
+//    while the others wait, and the time per round of a 4-byte allreduce on every node at once
+//    (latency: the larger of the two, see busy_latency_ns) and one-way streams of large messages (ns per byte), with 1 .. ppn/2 senders of
 //    node 0 sending at once (concurrent).
 //  - levels.inter: the same between node 0 and node 1, with k = 1 .. ppn members of node 0 each
 //    sending to one member of node 1 at once. Omitted (and said) when the job has one node.
+//  - planner.step_overhead_ns: one wake-up of every member per level step, the larger busy
+//    latency of the levels.
 //  - compute: MPI_Reduce_local (MPI_FLOAT, MPI_SUM) and memcpy, per byte.
 //  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
@@ -215,6 +218,26 @@ double latency_ns(int a, int b, int rank, int rounds) {
          }) / (2.0 * rounds);
 }
 
+// Time per round of a 4-byte allreduce on `level` while every communicator of that level runs
+// one at once (all nodes' node communicators, or all node positions' cross communicators):
+// the conditions a schedule's level step meets. Each of its ceil(log2(members)) rounds is one
+// message latency. On an oversubscribed machine (8 busy-polling ranks on 2 cores) this is the
+// scheduler's time slice, tens of times the ping-pong of two ranks while the others wait.
+double busy_latency_ns(MPI_Comm level, int rounds) {
+  if (level == MPI_COMM_NULL || rounds <= 0) return 0;
+  float x = 1, y = 0;
+  const int inner = 20;
+  return 1e9 * timed(MPI_COMM_WORLD, 5, [&] {
+           for (int i = 0; i < inner; ++i) PMPI_Allreduce(&x, &y, 1, MPI_FLOAT, MPI_SUM, level);
+         }) / (static_cast<double>(inner) * rounds);
+}
+
+int rounds_of(int members) {
+  int r = 0;
+  while ((1 << r) < members) ++r;
+  return r;
+}
+
 // k flows at once: senders[i] sends `bytes` to receivers[i] (one direction), then a 0-byte
 // acknowledgement; the time per byte of each flow, latency taken off (see below).
 double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>& receivers, int rank,
@@ -239,10 +262,15 @@ double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>&
 
 // One level: latency of pair (a0, b0), and k = 1..max_flows flows, flow i from node_a's member
 // sa(i) to node_b's member sb(i).
+// latency_ns is the larger of the ping-pong and the busy latency (busy_latency_ns on `busy`, a
+// communicator of `busy_members` ranks of this level); both are kept in the file for reference.
 json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::function<int(int)>& la,
-                   const std::function<int(int)>& lb, int max_flows, bool quick, std::vector<char>& buf) {
+                   const std::function<int(int)>& lb, int max_flows, bool quick, std::vector<char>& buf, MPI_Comm busy,
+                   int busy_members) {
   const int a0 = m.find(na, la(0)), b0 = m.find(nb, lb(0));
-  const double lat = latency_ns(a0, b0, s.rank, quick ? 20 : 100);
+  const double pingpong = latency_ns(a0, b0, s.rank, quick ? 20 : 100);
+  const double busy_ns = busy_latency_ns(busy, rounds_of(busy_members));
+  const double lat = std::max(pingpong, busy_ns);
   const int64_t bytes = quick ? (1 << 20) : (4 << 20);
   const int reps = quick ? 3 : 5;
   json conc = json::array();
@@ -257,7 +285,8 @@ json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::
     if (k == 1) one = x;
     conc.push_back({{"flows", k}, {"ns_per_byte", x}});
   }
-  return {{"latency_ns", lat}, {"ns_per_byte", one}, {"concurrent", conc}};
+  return {{"latency_ns", lat}, {"pingpong_latency_ns", pingpong}, {"busy_latency_ns", busy_ns}, {"ns_per_byte", one},
+          {"concurrent", conc}};
 }
 
 // The MPI's own collectives on MPI_COMM_WORLD; bytes as the planner counts them.
@@ -450,7 +479,7 @@ int main(int argc, char** argv) {
   if (s.ppn >= 2) {
     const int half = s.ppn / 2;
     levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [half](int i) { return half + i; }, half,
-                                    quick, buf);
+                                    quick, buf, s.node_comm, s.ppn);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
   }
@@ -458,11 +487,20 @@ int main(int argc, char** argv) {
   if (s.nodes >= 2) {
     int ppn1 = 0;
     for (size_t r = 0; r < map.node.size(); ++r) ppn1 += map.node[r] == 1;
+    MPI_Comm cross = MPI_COMM_NULL;  // the ranks of one node position, one per node
+    PMPI_Comm_split(MPI_COMM_WORLD, s.local, s.rank, &cross);
     levels["inter"] = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; },
-                                    std::min(s.ppn, ppn1), quick, buf);
+                                    std::min(s.ppn, ppn1), quick, buf, cross, s.nodes);
+    PMPI_Comm_free(&cross);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one node: only levels.intra is measured (no levels.inter)\n");
   }
+  // A level step of a schedule starts when its last member is scheduled: one more wake-up of
+  // every member, which is the busy latency of the slower level (validated on the emulated
+  // cluster: the hierarchical schedules' small-message times exceeded the predictions by about
+  // one busy latency per level step; bench/RESULTS.md, "Model validation").
+  double step_overhead = 0;
+  for (const auto& [name, lv] : levels.items()) step_overhead = std::max(step_overhead, lv.value("busy_latency_ns", 0.0));
   const json compute = measure_compute(quick);  // every rank measures; rank 0's figures are kept
   const json flat = measure_flat(s, quick);
   const json dtype = measure_dtype(rank, size, quick);
@@ -496,6 +534,7 @@ int main(int argc, char** argv) {
               {"compute", compute},
               {"flat_measured", flat},
               {"dtype", dtype}};
+    if (step_overhead > 0) j["planner"] = {{"step_overhead_ns", step_overhead}};  // else the built-in's
     const std::string text = j.dump(2) + "\n";
     if (out.empty()) {
       std::fputs(text.c_str(), stdout);
