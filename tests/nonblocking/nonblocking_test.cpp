@@ -63,7 +63,8 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
   auto o = std::make_unique<Op>();
   Op* p = o.get();
   const int64_t counts[] = {1, 7, 1000, 4099, 33000};
-  const int64_t n = counts[(k + salt) % 5];
+  // The count shifts with each cycle of the ten kinds, so that every kind meets every count.
+  const int64_t n = counts[(k + salt + 3 * ((k + salt) / 10)) % 5];
   const bool dbl = (k + salt) % 3 == 1;
   const MPI_Datatype t = dbl ? MPI_DOUBLE : MPI_INT;
   const size_t es = dbl ? 8 : 4;
@@ -497,7 +498,7 @@ TEST(Nonblocking, BlockingPointToPointProgresses) {
   for (int mode = 0; mode < 4; ++mode) {
     PMPI_Barrier(c);
     alarm(60);
-    auto a = make_op(0, c, mode);  // iallreduce, in place, ireduce_scatter_block, ireduce_scatter
+    auto a = make_kind(0, c, 30);  // iallreduce of 33000 ints: several level steps in sequence
     if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     MPI_Request r = MPI_REQUEST_NULL;
     ASSERT_EQ(a->start(&r), MPI_SUCCESS);
