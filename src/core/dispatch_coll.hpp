@@ -48,6 +48,8 @@ inline constexpr Form kForms[] = {
     {Fn::Iallgather, Fn::Allgather, false},
     {Fn::Iallgatherv, Fn::Allgatherv, false},
     {Fn::Ibcast, Fn::Bcast, false},
+    {Fn::Ibarrier, Fn::Barrier, false},
+    {Fn::Ialltoall, Fn::Alltoall, false},
     {Fn::Allreduce_init, Fn::Allreduce, true},
     {Fn::Reduce_init, Fn::Reduce, true},
     {Fn::Reduce_scatter_block_init, Fn::Reduce_scatter_block, true},
@@ -55,6 +57,8 @@ inline constexpr Form kForms[] = {
     {Fn::Allgather_init, Fn::Allgather, true},
     {Fn::Allgatherv_init, Fn::Allgatherv, true},
     {Fn::Bcast_init, Fn::Bcast, true},
+    {Fn::Barrier_init, Fn::Barrier, true},
+    {Fn::Alltoall_init, Fn::Alltoall, true},
 };
 // An index, not a pointer: GCC's -fsanitize=undefined (the asan preset) cannot evaluate a
 // comparison of a pointer into kForms with null in a constant expression.
@@ -78,8 +82,8 @@ std::optional<int> hierarchical(MPI_Request* req, Args... a) {
   else if constexpr (B == Fn::Allgather) return exec::allgather(a..., req);
   else if constexpr (B == Fn::Allgatherv) return exec::allgatherv(a..., req);
   else if constexpr (B == Fn::Bcast) return exec::bcast(a..., req);
-  else if constexpr (B == Fn::Barrier) return exec::barrier(a...);
-  else if constexpr (B == Fn::Alltoall) return exec::alltoall(a...);
+  else if constexpr (B == Fn::Barrier) return exec::barrier(a..., req);
+  else if constexpr (B == Fn::Alltoall) return exec::alltoall(a..., req);
   else return std::nullopt;
 }
 
@@ -116,10 +120,21 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   return {*rc != MPI_SUCCESS ? *rc : back, exec::take_algo_tag()};
 }
 
+// The request form of blocking collective B: MPI_Ibarrier / MPI_Barrier_init have no buffers.
+template <Fn B, class Fwd, class... Args>
+Outcome request_form(Fwd& fwd, MPI_Request* req, Args... a) {
+  if constexpr (B == Fn::Barrier) {
+    if (auto rc = hierarchical<B>(req, a...)) return {*rc, diag::AlgoTag::Hier};
+    return passthrough(fwd);
+  } else {
+    return with_buffers<B>(fwd, req, a...);
+  }
+}
+
 // A nonblocking call: the blocking collective's arguments, then the request.
 template <Fn B, class Fwd, class Tuple, size_t... I>
 Outcome nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
-  return with_buffers<blocking_of<B>()>(fwd, std::get<sizeof...(I)>(t), std::get<I>(t)...);
+  return request_form<blocking_of<B>()>(fwd, std::get<sizeof...(I)>(t), std::get<I>(t)...);
 }
 
 // A persistent collective (MPI_Allreduce_init, ...): the blocking collective's arguments, the
@@ -127,7 +142,7 @@ Outcome nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
 template <Fn B, class Fwd, class Tuple, size_t... I>
 Outcome persistent(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
   exec::PersistentInit scope;
-  return with_buffers<blocking_of<B>()>(fwd, std::get<sizeof...(I) + 1>(t), std::get<I>(t)...);
+  return request_form<blocking_of<B>()>(fwd, std::get<sizeof...(I) + 1>(t), std::get<I>(t)...);
 }
 
 template <Fn B>

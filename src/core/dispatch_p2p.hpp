@@ -4,8 +4,12 @@
 // handle, and return passthrough(fwd) for everything they cannot do exactly.
 #pragma once
 
-#include <optional>
+#include <sched.h>
 
+#include <optional>
+#include <type_traits>
+
+#include "core/dispatch_request.hpp"
 #include "core/wrap.hpp"
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
@@ -39,12 +43,84 @@ std::optional<int> sendrecv(const void* sbuf, N scount, MPI_Datatype stype, int 
   return dtype::sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, st);
 }
 
+// While libhier's nonblocking collectives are outstanding and no progress thread advances them,
+// the blocking calls become their nonblocking form completed in a loop that advances them
+// (MPI defines MPI_Send as MPI_Isend + MPI_Wait, and so on): a rank blocked in MPI_Recv until a
+// peer's MPI_Wait on a collective returns must still issue its own next level steps for it, as
+// the MPI alone would progress its own collective there (docs/nonblocking.md, "Progress").
+template <class N>
+int isend_any(const void* buf, N count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request* r) {
+  if (auto rc = isend(buf, count, t, dest, tag, comm, r)) return *rc;
+#if MPI_VERSION >= 4
+  if constexpr (!std::is_same_v<N, int>) return PMPI_Isend_c(buf, count, t, dest, tag, comm, r);
+  else
+#endif
+    return PMPI_Isend(buf, count, t, dest, tag, comm, r);
+}
+template <class N>
+int irecv_any(void* buf, N count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Request* r) {
+  if (auto rc = irecv(buf, count, t, source, tag, comm, r)) return *rc;
+#if MPI_VERSION >= 4
+  if constexpr (!std::is_same_v<N, int>) return PMPI_Irecv_c(buf, count, t, source, tag, comm, r);
+  else
+#endif
+    return PMPI_Irecv(buf, count, t, source, tag, comm, r);
+}
+template <class N>
+int send_progressing(const void* buf, N count, MPI_Datatype t, int dest, int tag, MPI_Comm comm) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (int rc = isend_any(buf, count, t, dest, tag, comm, &r); rc != MPI_SUCCESS) return rc;
+  return request_detail::complete_progressing(1, &r, MPI_STATUS_IGNORE);
+}
+template <class N>
+int recv_progressing(void* buf, N count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Status* st) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (int rc = irecv_any(buf, count, t, source, tag, comm, &r); rc != MPI_SUCCESS) return rc;
+  return request_detail::complete_progressing(1, &r, st);
+}
+template <class N>
+int sendrecv_progressing(const void* sbuf, N scount, MPI_Datatype stype, int dest, int stag, void* rbuf, N rcount,
+                         MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status* st) {
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  if (int rc = irecv_any(rbuf, rcount, rtype, source, rtag, comm, &r[0]); rc != MPI_SUCCESS) return rc;
+  if (int rc = isend_any(sbuf, scount, stype, dest, stag, comm, &r[1]); rc != MPI_SUCCESS) {
+    PMPI_Cancel(&r[0]);
+    PMPI_Wait(&r[0], MPI_STATUS_IGNORE);
+    return rc;
+  }
+  MPI_Status sts[2];
+  int rc = request_detail::complete_progressing(2, r, sts);
+  if (rc == MPI_ERR_IN_STATUS) rc = sts[0].MPI_ERROR != MPI_SUCCESS ? sts[0].MPI_ERROR : sts[1].MPI_ERROR;
+  if (st != MPI_STATUS_IGNORE) *st = sts[0];
+  return rc;
+}
+// MPI_Probe: MPI_Iprobe until a message matches.
+inline int probe_progressing(int source, int tag, MPI_Comm comm, MPI_Status* st) {
+  while (exec::calls_must_progress()) {
+    exec::progress();
+    int flag = 0;
+    if (int rc = PMPI_Iprobe(source, tag, comm, &flag, st); rc != MPI_SUCCESS || flag) return rc;
+    sched_yield();
+  }
+  return PMPI_Probe(source, tag, comm, st);
+}
+
 }  // namespace p2p_detail
 
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too
+  if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Probe) {
+    if (exec::calls_must_progress()) {
+      int rc = MPI_SUCCESS;
+      if constexpr (B == Fn::Send) rc = p2p_detail::send_progressing(args...);
+      else if constexpr (B == Fn::Recv) rc = p2p_detail::recv_progressing(args...);
+      else if constexpr (B == Fn::Sendrecv) rc = p2p_detail::sendrecv_progressing(args...);
+      else rc = p2p_detail::probe_progressing(args...);
+      return {rc, diag::AlgoTag::Flat};
+    }
+  }
   std::optional<int> rc;
   if constexpr (B == Fn::Send) rc = p2p_detail::send(args...);
   else if constexpr (B == Fn::Isend) rc = p2p_detail::isend(args...);

@@ -91,6 +91,23 @@ inline void finish_ours(int n, MPI_Request* r) {
     return MPI_SUCCESS;
   });
 }
+// The program's own requests r[0..n) (made by a blocking point-to-point call: core/dispatch_p2p.hpp)
+// completed while libhier's requests advance, so that a rank blocked there still plays its part
+// in the collectives its peers wait for; once no request of libhier's is left, the MPI's wait.
+// n is 1 or 2 (statuses: st[0..n)).
+inline int complete_progressing(int n, MPI_Request* r, MPI_Status* st) {
+  while (exec::calls_must_progress()) {
+    exec::progress();
+    int flag = 0;
+    const int rc = n == 1 ? test(r, &flag, st) : testall(n, r, &flag, st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    sched_yield();  // ranks often outnumber cores: let the peers run
+  }
+  if (dtype::any_owned())
+    if (auto rc = n == 1 ? dtype::wait(r, st) : dtype::waitall(n, r, st)) return *rc;
+  return n == 1 ? PMPI_Wait(r, st) : PMPI_Waitall(n, r, st);
+}
+
 // MPI_Wait on one of libhier's requests, and MPI_Waitall: libhier's requests are finished first,
 // then the MPI's own wait takes the array (MPICH 4.0.2's MPI_Testall fails on its own started
 // persistent collectives, so a Testall loop would break programs that use them).

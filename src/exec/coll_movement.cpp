@@ -227,27 +227,37 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   return rc;
 }
 
-std::optional<int> barrier(MPI_Comm comm) {
+std::optional<int> barrier(MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Barrier, MPI_BYTE, 0)) return std::nullopt;
-  auto p = prepare(Coll::Barrier, 0, comm);
+  auto p = prepare(Coll::Barrier, 0, comm, 1, req != nullptr);
   if (!p) return std::nullopt;
   const int rank = p->ctx->levels->rank;
   auto s = schedule(*p, {static_cast<uint8_t>(Coll::Barrier), p->plan.algo, false, false, -1, 0, {}},
                                       [&](int) { return sched::build_barrier(p->ctx->levels->shape, rank); },
                                       [](const sched::Schedule&) { return true; });
   if (!s) return std::nullopt;
+  if (req) {  // nonblocking: no buffers; a request of its own all the same (it holds no memory)
+    auto r = std::make_unique<CollRequest>();
+    r->coll = Coll::Barrier;
+    r->ctx = p->ctx;
+    r->sched = s;
+    char* m = request_scratch(*r, 0, nullptr);
+    if (!m) return MPI_ERR_NO_MEM;
+    r->b.scratch = m;
+    return start_request(std::move(r), req);
+  }
   return run(*s, *p->ctx->levels, Binding{});
 }
 
 std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                            MPI_Datatype recvtype, MPI_Comm comm) {
+                            MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0 || !may_rewrite(Coll::Alltoall, recvtype, int64_t{recvcount} * size)) return std::nullopt;
   const TypeInfo rt = type_info(recvtype);
   if (!rt.ok) return std::nullopt;
   const int64_t block = recvcount * rt.size, total = block * size;
   if (total > INT_MAX / 2) return std::nullopt;  // scratch holds two copies
-  auto p = prepare(Coll::Alltoall, total, comm);
+  auto p = prepare(Coll::Alltoall, total, comm, 1, req != nullptr);
   if (!p) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const TypeInfo st = in_place ? rt : type_info(sendtype);
@@ -260,9 +270,29 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
       [&](const sched::Schedule& s) { return memory(*p, s.scratch, 0).has_value(); });
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
+  const char* send = in_place ? static_cast<const char*>(recvbuf) : static_cast<const char*>(sendbuf);
+  if (req) {  // nonblocking: the request owns the types, blocks and memory. In place is safe:
+              // every block is loaded (the schedule's first steps) before any is stored.
+    auto r = std::make_unique<CollRequest>();
+    r->coll = Coll::Alltoall;
+    r->ctx = p->ctx;
+    r->sched = sp;
+    r->st = st;
+    r->t = rt;
+    hold_type(*r, r->st);
+    hold_type(*r, r->t);
+    char* m = request_scratch(*r, s.scratch, nullptr);
+    if (!m) return MPI_ERR_NO_MEM;
+    auto blocks = std::make_unique<UserBlocks>(send, scount * st.extent, r->st, static_cast<char*>(recvbuf), r->t,
+                                               nullptr, nullptr, recvcount);
+    blocks->send_count_ = scount;
+    r->blocks = std::move(blocks);
+    r->b.scratch = m;
+    r->b.blocks = r->blocks.get();
+    return start_request(std::move(r), req);
+  }
   auto mem = memory(*p, s.scratch, 0);
   if (!mem) return MPI_ERR_NO_MEM;
-  const char* send = in_place ? static_cast<const char*>(recvbuf) : static_cast<const char*>(sendbuf);
   UserBlocks blocks(send, scount * st.extent, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount);
   blocks.send_count_ = scount;
   Binding b;

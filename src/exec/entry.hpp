@@ -31,8 +31,9 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
     MPI_Request* req = nullptr);
 std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
     MPI_Request* req = nullptr);
-std::optional<int> barrier(MPI_Comm comm);
+std::optional<int> barrier(MPI_Comm comm, MPI_Request* req = nullptr);
 std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                            MPI_Datatype recvtype, MPI_Comm comm);
+                            MPI_Datatype recvtype, MPI_Comm comm,
+    MPI_Request* req = nullptr);
 
 }  // namespace hier::exec

@@ -196,6 +196,7 @@ struct ProgressThread {
   bool stop = false;
 };
 ProgressThread* g_thread = nullptr;
+std::atomic<bool> g_thread_on{false};  // g_thread runs (read without a lock by the p2p calls)
 std::once_flag g_thread_once;
 
 void thread_main(ProgressThread* t) {
@@ -216,6 +217,7 @@ void drain_all();
 
 void at_finalize() {
   if (g_thread) {
+    g_thread_on.store(false);
     drain_all();
     {
       std::lock_guard<std::mutex> lk(g_thread->mu);
@@ -246,6 +248,7 @@ void setup_once() {
     }
     g_thread = new ProgressThread();
     g_thread->th = std::thread(thread_main, g_thread);
+    g_thread_on.store(true);
   });
 }
 
@@ -487,6 +490,8 @@ void swap_out(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
 }
 
 bool requests_active() { return g_nactive.load(std::memory_order_relaxed) > 0; }
+
+bool calls_must_progress() { return requests_active() && !g_thread_on.load(std::memory_order_relaxed); }
 
 void progress() {
   if (requests_active()) progress_round();

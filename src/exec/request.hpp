@@ -93,6 +93,9 @@ void swap_out(int n, MPI_Request* r, std::vector<MPI_Request>& tmp);
 
 // Whether libhier has requests not yet complete (the completion calls then advance them).
 bool requests_active();
+// Whether only the program's own MPI calls advance them (requests outstanding and no progress
+// thread): a blocking point-to-point call must then advance them while it waits (core/dispatch_p2p.hpp).
+bool calls_must_progress();
 // Advances every outstanding request as far as it goes without waiting.
 void progress();
 // Completes every request outstanding on `ctx` (a blocking call there, or its deletion).

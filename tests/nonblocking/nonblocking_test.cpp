@@ -7,12 +7,16 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -59,11 +63,12 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
   auto o = std::make_unique<Op>();
   Op* p = o.get();
   const int64_t counts[] = {1, 7, 1000, 4099, 33000};
-  const int64_t n = counts[(k + salt) % 5];
+  // The count shifts with each cycle of the ten kinds, so that every kind meets every count.
+  const int64_t n = counts[(k + salt + 3 * ((k + salt) / 10)) % 5];
   const bool dbl = (k + salt) % 3 == 1;
   const MPI_Datatype t = dbl ? MPI_DOUBLE : MPI_INT;
   const size_t es = dbl ? 8 : 4;
-  const int coll = (k + salt) % 8;
+  const int coll = (k + salt) % 10;
   const int root = (k + salt) % size;
   p->exact = !dbl;
   auto in = [&](int64_t m) { return dbl ? input<double>(rank + salt, m) : input<int>(rank + salt, m); };
@@ -159,10 +164,28 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->start = [p, n, t, root, comm](MPI_Request* r) { return MPI_Ireduce(p->in.data(), p->got.data(), static_cast<int>(n), t, MPI_SUM, root, comm, r); };
       p->reference = [p, n, t, root, comm] { PMPI_Reduce(p->in.data(), p->ref.data(), static_cast<int>(n), t, MPI_SUM, root, comm); };
       break;
+    case 8:  // Ialltoall (bytes: exact, doubles too)
+      p->what = "ialltoall";
+      p->exact = true;
+      p->in = in(n * size);
+      p->got.assign(p->in.size(), 0x5A);
+      p->ref = p->got;
+      p->cmp_len = p->got.size();
+      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Ialltoall(p->in.data(), static_cast<int>(n), t, p->got.data(), static_cast<int>(n), t, comm, r); };
+      p->reference = [p, n, t, comm] { PMPI_Alltoall(p->in.data(), static_cast<int>(n), t, p->ref.data(), static_cast<int>(n), t, comm); };
+      break;
+    case 9:  // Ibarrier (its semantics: Ibarrier.NoRankLeavesEarly)
+      p->what = "ibarrier";
+      p->start = [comm](MPI_Request* r) { return MPI_Ibarrier(comm, r); };
+      p->reference = [comm] { PMPI_Barrier(comm); };
+      break;
   }
   p->what += std::string(" ") + (dbl ? "double" : "int") + " count " + std::to_string(n) + " batch item " + std::to_string(k);
   return o;
 }
+
+// A call of kind `kind` (make_op's switch), its type and count varied by `salt`.
+std::unique_ptr<Op> make_kind(int kind, MPI_Comm comm, int salt) { return make_op(((kind - salt) % 10 + 10) % 10, comm, salt); }
 
 void check(const Op& o, MPI_Comm comm) {
   const char* g = o.got.data() + o.cmp_off;
@@ -377,8 +400,149 @@ TEST(Nonblocking, ManyRounds) {
   }
 }
 
+// MPI_Ialltoall against PMPI_Alltoall, byte for byte: counts 0, 1, prime, large; predefined
+// types and a derived one (every other int: gaps in both buffers stay as they were), out of
+// place and in place; up to 8 outstanding, mixed with other nonblocking collectives, completed
+// by each completion call.
+TEST(Ialltoall, ExactCountsAndTypes) {
+  MPI_Comm c = MPI_COMM_WORLD;
+  const int rank = rank_of(c), size = size_of(c);
+  MPI_Datatype strided;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &strided);  // 2 ints of 3: extent 12, size 8
+  MPI_Type_commit(&strided);
+  struct T {
+    MPI_Datatype t;
+    const char* name;
+  };
+  const T types[] = {{MPI_INT, "int"}, {MPI_DOUBLE, "double"}, {MPI_CHAR, "char"}, {strided, "vector(2,1,2) int"}};
+  const int counts[] = {0, 1, 13, 4099, 40000};
+  int salt = 0;
+  for (const T& ty : types)
+    for (int n : counts)
+      for (bool in_place : {false, true}) {
+        MPI_Aint lb = 0, ext = 0;
+        MPI_Type_get_extent(ty.t, &lb, &ext);
+        const size_t bytes = static_cast<size_t>(n) * size * static_cast<size_t>(ext) + 16;
+        std::vector<char> in(bytes), got(bytes, 0x5A), ref(bytes, 0x5A);
+        for (size_t i = 0; i < bytes; ++i) in[i] = static_cast<char>(ival(rank, static_cast<int64_t>(i)) + salt);
+        if (in_place) got = ref = in;
+        // Outstanding with it: another alltoall, an allreduce, a barrier.
+        auto o1 = make_kind(8, c, salt), o2 = make_kind(0, c, salt), o3 = make_kind(9, c, salt);
+        std::vector<MPI_Request> reqs(4, MPI_REQUEST_NULL);
+        ASSERT_EQ(o1->start(&reqs[0]), MPI_SUCCESS);
+        const void* sb = in_place ? MPI_IN_PLACE : in.data();
+        ASSERT_EQ(MPI_Ialltoall(sb, n, ty.t, got.data(), n, ty.t, c, &reqs[1]), MPI_SUCCESS);
+        ASSERT_EQ(o2->start(&reqs[2]), MPI_SUCCESS);
+        ASSERT_EQ(o3->start(&reqs[3]), MPI_SUCCESS);
+        complete(reqs, static_cast<How>(salt % 5), rank);
+        PMPI_Alltoall(sb, n, ty.t, ref.data(), n, ty.t, c);
+        EXPECT_TRUE(got == ref) << "ialltoall " << ty.name << " count " << n << (in_place ? " in place" : "")
+                                << ": differs from PMPI";
+        o1->reference();
+        o2->reference();
+        check(*o1, c);
+        check(*o2, c);
+        ++salt;
+      }
+  MPI_Type_free(&strided);
+}
+
+// MPI_Ibarrier: no rank completes it before every rank has started it. Each round one rank
+// starts late (sleeps first); the latest start (steady_clock: one clock for every process of
+// the machine) must precede the earliest completion.
+TEST(Ibarrier, NoRankLeavesEarly) {
+  MPI_Comm c = MPI_COMM_WORLD;
+  const int rank = rank_of(c), size = size_of(c);
+  auto ns = [] {
+    return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count());
+  };
+  for (int round = 0; round < 2 * size; ++round) {
+    PMPI_Barrier(c);
+    if (rank == round % size) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // With another request outstanding on the communicator (every other round).
+    auto other = make_op(0, c, round);
+    std::vector<MPI_Request> reqs;
+    if (round % 2) {
+      reqs.push_back(MPI_REQUEST_NULL);
+      ASSERT_EQ(other->start(&reqs.back()), MPI_SUCCESS);
+    }
+    long long entered = ns();
+    MPI_Request r = MPI_REQUEST_NULL;
+    ASSERT_EQ(MPI_Ibarrier(c, &r), MPI_SUCCESS);
+    reqs.push_back(r);
+    complete(reqs, static_cast<How>(round % 5), rank);
+    long long left = ns(), last_entered = 0, first_left = 0;
+    PMPI_Allreduce(&entered, &last_entered, 1, MPI_LONG_LONG, MPI_MAX, c);
+    PMPI_Allreduce(&left, &first_left, 1, MPI_LONG_LONG, MPI_MIN, c);
+    EXPECT_GE(first_left, last_entered) << "round " << round << ": a rank left MPI_Ibarrier "
+                                        << (last_entered - first_left) / 1000 << " us before the last one entered";
+    if (round % 2) {
+      other->reference();
+      check(*other, c);
+    }
+  }
+}
+
+// The stall case of docs/nonblocking.md: a rank blocks in a point-to-point call that needs a
+// peer which first waits for a hierarchical nonblocking collective. The MPI alone progresses
+// its collectives inside any blocking call, so this program is correct; libhier must advance
+// its request there too, or the peer's MPI_Wait never returns. Rank 1 starts late, so rank 0
+// is surely blocked before the collective's first level step can complete. A hang fails the
+// test by SIGALRM.
+TEST(Nonblocking, BlockingPointToPointProgresses) {
+  MPI_Comm c = MPI_COMM_WORLD;
+  const int rank = rank_of(c);
+  const char* modes[] = {"MPI_Recv", "MPI_Probe", "MPI_Send", "MPI_Sendrecv"};
+  std::vector<int> msg(300000), back(300000);  // beyond the eager limits: MPI_Send blocks
+  for (int mode = 0; mode < 4; ++mode) {
+    PMPI_Barrier(c);
+    alarm(60);
+    auto a = make_kind(0, c, 30);  // iallreduce of 33000 ints: several level steps in sequence
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    MPI_Request r = MPI_REQUEST_NULL;
+    ASSERT_EQ(a->start(&r), MPI_SUCCESS);
+    if (rank == 0) {
+      MPI_Status st;
+      switch (mode) {
+        case 0: ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 1, 9, c, &st), MPI_SUCCESS); break;
+        case 1:
+          ASSERT_EQ(MPI_Probe(1, 9, c, &st), MPI_SUCCESS);
+          EXPECT_EQ(st.MPI_SOURCE, 1);
+          ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 1, 9, c, &st), MPI_SUCCESS);
+          break;
+        case 2: ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 1, 9, c), MPI_SUCCESS); break;
+        case 3:
+          ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 1, 9, back.data(), 300000, MPI_INT, 1, 9, c, &st),
+                    MPI_SUCCESS);
+          break;
+      }
+      if (mode != 2) {
+        int n = -1;
+        MPI_Get_count(&st, MPI_INT, &n);
+        EXPECT_EQ(n, 300000) << modes[mode];
+        EXPECT_EQ(back[299999], 1 + mode) << modes[mode];
+      }
+      ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    } else {
+      ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      if (rank == 1) {
+        std::fill(msg.begin(), msg.end(), 1 + mode);
+        if (mode == 2) ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 0, 9, c, MPI_STATUS_IGNORE), MPI_SUCCESS);
+        else if (mode == 3)
+          ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 0, 9, back.data(), 300000, MPI_INT, 0, 9, c,
+                                 MPI_STATUS_IGNORE), MPI_SUCCESS);
+        else ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 0, 9, c), MPI_SUCCESS);
+      }
+    }
+    alarm(0);
+    a->reference();
+    check(*a, c);
+  }
+}
+
 #if MPI_VERSION >= 4
-// Persistent collectives (MPICH 4.0): each made once, started 100 times with new data in the
+// Persistent collectives (MPICH 4.0), the 9 libhier runs: each made once, started 100 times with new data in the
 // same buffers (MPI_Start, and MPI_Startall of all of them), completed by MPI_Wait / MPI_Waitall
 // (mixed with a plain request), checked against PMPI's blocking result every round.
 struct Persist {
@@ -399,7 +563,7 @@ TEST(Persistent, HundredStartsWithChangingData) {
   MPI_Comm c = MPI_COMM_WORLD;
   const int rank = rank_of(c), size = size_of(c);
   const int n = 1000;
-  std::vector<Persist> ps(7);
+  std::vector<Persist> ps(9);
   ps[0].what = "allreduce_init";
   ps[0].in.resize(n), ps[0].got.resize(n), ps[0].ref.resize(n), ps[0].cmp = n;
   ASSERT_EQ(MPI_Allreduce_init(ps[0].in.data(), ps[0].got.data(), n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[0].req), MPI_SUCCESS);
@@ -431,6 +595,11 @@ TEST(Persistent, HundredStartsWithChangingData) {
   ps[6].in.resize(total), ps[6].got.resize(std::max(ps[6].counts[rank], 1)), ps[6].ref = ps[6].got;
   ps[6].cmp = ps[6].counts[rank];
   ASSERT_EQ(MPI_Reduce_scatter_init(ps[6].in.data(), ps[6].got.data(), ps[6].counts.data(), MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[6].req), MPI_SUCCESS);
+  ps[7].what = "alltoall_init";
+  ps[7].in.resize(n * size), ps[7].got.resize(n * size), ps[7].ref.resize(n * size), ps[7].cmp = n * size;
+  ASSERT_EQ(MPI_Alltoall_init(ps[7].in.data(), n, MPI_INT, ps[7].got.data(), n, MPI_INT, c, MPI_INFO_NULL, &ps[7].req), MPI_SUCCESS);
+  ps[8].what = "barrier_init";
+  ASSERT_EQ(MPI_Barrier_init(c, MPI_INFO_NULL, &ps[8].req), MPI_SUCCESS);
   // An inactive persistent request completes at once, and stays allocated.
   for (Persist& p : ps) {
     int flag = 0;
@@ -449,6 +618,8 @@ TEST(Persistent, HundredStartsWithChangingData) {
       case 4: PMPI_Reduce(p.in.data(), p.ref.data(), n, MPI_INT, MPI_SUM, p.root, c); break;
       case 5: PMPI_Allgatherv(p.in.data(), p.counts[rank], MPI_INT, p.ref.data(), p.counts.data(), p.displs.data(), MPI_INT, c); break;
       case 6: PMPI_Reduce_scatter(p.in.data(), p.ref.data(), p.counts.data(), MPI_INT, MPI_SUM, c); break;
+      case 7: PMPI_Alltoall(p.in.data(), n, MPI_INT, p.ref.data(), n, MPI_INT, c); break;
+      case 8: PMPI_Barrier(c); break;
     }
   };
   for (int round = 0; round < 100; ++round) {
