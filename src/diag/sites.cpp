@@ -351,9 +351,12 @@ std::string check_json(const std::vector<unsigned char>& all, size_t rec, int si
   j["match"] = false;
   nlohmann::json jg = nlohmann::json::array();
   std::string line = "MISMATCH at MPI_Finalize: the blocking collectives on MPI_COMM_WORLD differ between ranks:";
-  for (auto& [k, ranks] : groups) {
-    jg.push_back({{"ranks", ranks}, {"collectives", k.first}});
-    line += " ranks " + ranks_text(ranks) + " made " + std::to_string(k.first) + ";";
+  std::vector<std::pair<std::vector<int>, uint64_t>> by_rank;  // listed from the lowest rank
+  for (auto& [k, ranks] : groups) by_rank.push_back({ranks, k.first});
+  std::sort(by_rank.begin(), by_rank.end());
+  for (auto& [ranks, n] : by_rank) {
+    jg.push_back({{"ranks", ranks}, {"collectives", n}});
+    line += (ranks.size() == 1 ? " rank " : " ranks ") + ranks_text(ranks) + " made " + std::to_string(n) + ";";
   }
   j["groups"] = jg;
   // The first sequence number, among those every rank still holds in its ring, where they differ.
@@ -366,7 +369,7 @@ std::string check_json(const std::vector<unsigned char>& all, size_t rec, int si
     line += " first difference at collective #" + std::to_string(p) + ":";
     for (auto& [sig, ranks] : at) {
       calls.push_back({{"call", sig_text(sig)}, {"ranks", ranks}});
-      line += " ranks " + ranks_text(ranks) + " called " + sig_text(sig) + ";";
+      line += (ranks.size() == 1 ? " rank " : " ranks ") + ranks_text(ranks) + " called " + sig_text(sig) + ";";
     }
     j["first_difference"] = {{"sequence", p}, {"calls", calls}};
     break;

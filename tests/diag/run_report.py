@@ -9,8 +9,9 @@ MODE: slow      rank NP-1 sleeps before each allreduce at SITE:slow: exactly tha
                 are named, SITE:even is not; the sequences match
       none      no sleep: no straggler named; the sequences match (a legal bcast whose ranks pass
                 different (count, datatype) of the same type signature is no mismatch)
-      mismatch  rank NP-1 makes one more bcast: one MISMATCH line on stderr, collective_check
-                names the groups and the extra call; the job still ends with rc 0
+      mismatch  the last bcast has root 0 on ranks 0..NP-2 and NP-1 on rank NP-1: one MISMATCH
+                line on stderr, collective_check names the groups and the first difference (#26)
+      extra     rank NP-1 makes one more bcast: one MISMATCH line, the groups (25 and 26 calls)
       watchdog  as slow, with HIER_WATCHDOG on too (timing shared with the watchdog); no hang
 """
 import argparse
@@ -41,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     for k in ("mpi", "mpiexec", "lib", "exe", "src", "tool"):
         ap.add_argument("--" + k, required=True)
-    ap.add_argument("mode", choices=["slow", "none", "mismatch", "watchdog"])
+    ap.add_argument("mode", choices=["slow", "none", "mismatch", "extra", "watchdog"])
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix=f"hier-report-{a.mode}-")
@@ -103,17 +104,27 @@ def main():
             fail(f"time lost waiting {s['others_lost_s']} s, expected about 2 x 12 x 40 ms")
     elif named:
         fail(f"a run with no straggler named {named}")
-    if a.mode == "mismatch":
+    if a.mode in ("mismatch", "extra"):
         if ck.get("match") is not False or len(mism) != 1:
             fail(f"expected one MISMATCH line and match=false: {mism} {ck}")
         groups = {tuple(g["ranks"]): g["collectives"] for g in ck["groups"]}
-        if groups != {tuple(range(NP - 1)): 25, (NP - 1,): 26}:
-            fail(f"groups {groups}")
         fd = ck.get("first_difference")
-        if fd:  # the ranks that made 25 hold no #26: the sequences part after #25
-            fail(f"no position all ranks hold differs: {fd}")
-        if "went on after #25" not in ck["message"]:
-            fail(f"message {ck['message']}")
+        if a.mode == "extra":
+            if groups != {tuple(range(NP - 1)): 25, (NP - 1,): 26}:
+                fail(f"groups {groups}")
+            if fd:  # the ranks that made 25 hold no #26: the sequences part after #25
+                fail(f"no position all ranks hold differs: {fd}")
+            if "went on after #25" not in ck["message"]:
+                fail(f"message {ck['message']}")
+        else:
+            if groups != {tuple(range(NP - 1)): 26, (NP - 1,): 26}:
+                fail(f"groups {groups}")
+            calls = {c["call"]: c["ranks"] for c in (fd or {}).get("calls", [])}
+            want = {"MPI_Bcast(0 bytes, root 0)": list(range(NP - 1)), f"MPI_Bcast(0 bytes, root {NP - 1})": [NP - 1]}
+            if not fd or fd["sequence"] != 26 or calls != want:
+                fail(f"first difference: {fd}, expected #26 {want}")
+            if "first difference at collective #26" not in mism[0]:
+                fail(f"the MISMATCH line must name #26: {mism[0]}")
     else:
         if ck != {"communicator": "MPI_COMM_WORLD", "compared": ck.get("compared"), "match": True, "collectives": 25} or mism:
             fail(f"expected matching sequences of 25 collectives, no MISMATCH line: {ck} {mism}")
@@ -138,7 +149,7 @@ def main():
     else:
         if strag or "Stragglers: none" not in out:
             fail(f"hier-report named a straggler in a run without one: {strag}")
-    if a.mode == "mismatch" and "MISMATCH" not in out:
+    if a.mode in ("mismatch", "extra") and "MISMATCH" not in out:
         fail("hier-report does not show the mismatch")
     try:
         import matplotlib  # noqa: F401

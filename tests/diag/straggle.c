@@ -3,9 +3,10 @@
  *   slow:     rank size-1 sleeps before every allreduce at SITE:slow (a known straggler);
  *             SITE:even is the same allreduce without a sleep.
  *   none:     the same program with no sleep: no straggler.
- *   mismatch: as none, then rank size-1 alone broadcasts once more as root (a small message the
- *             MPI sends eagerly: the program still ends normally, but the ranks' collective
- *             sequences on MPI_COMM_WORLD differ).
+ *   mismatch: as none, then a bcast of 0 elements whose root is 0 on all ranks but size-1, which
+ *             names itself (the MPIs return at once for 0 elements: the program ends normally,
+ *             but the ranks' collective sequences on MPI_COMM_WORLD differ at the last call).
+ *   extra:    as none, then rank size-1 alone makes one more bcast of 0 elements.
  * Every mode also makes a bcast whose ranks pass different (count, datatype) pairs of the same
  * type signature (2 doubles at the root, 1 pair of doubles elsewhere): legal, no mismatch. */
 #include <mpi.h>
@@ -35,7 +36,9 @@ int main(int argc, char** argv) {
   if (rank == 0) MPI_Bcast(pair, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* 2 doubles */
   else MPI_Bcast(pair, 1, two, 0, MPI_COMM_WORLD);                  /* 1 pair of doubles */
   MPI_Type_free(&two);
-  if (!strcmp(mode, "mismatch") && rank == slow) MPI_Bcast(&x, 1, MPI_DOUBLE, slow, MPI_COMM_WORLD); /* SITE:extra */
+  /* Erroneous, but harmless to both MPIs: a bcast of 0 elements returns at once. */
+  if (!strcmp(mode, "mismatch")) MPI_Bcast(&x, 0, MPI_DOUBLE, rank == slow ? slow : 0, MPI_COMM_WORLD);
+  if (!strcmp(mode, "extra") && rank == slow) MPI_Bcast(&x, 0, MPI_DOUBLE, slow, MPI_COMM_WORLD);
   if (rank == 0) printf("DONE %g\n", sum);
   MPI_Finalize();
   return 0;
