@@ -10,6 +10,7 @@ cd "$(dirname "$0")/../.."
 iters=${1:-20000}
 blocks=${2:-21}
 clock=${3:-wall}
+np=${OVERHEAD_NP:-2}  # 1: the wrapper cost alone (no peer to wait for), for loaded machines
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for mpi in openmpi mpich; do
   b=${OVERHEAD_BUILD_PREFIX:-build/}$mpi
@@ -19,6 +20,6 @@ for mpi in openmpi mpich; do
   if [[ -n ${HIER_REPORT:-} ]]; then
     if [[ $mpi == openmpi ]]; then env_flag+=(-x "HIER_REPORT=$HIER_REPORT"); else env_flag+=(-genv HIER_REPORT "$HIER_REPORT"); fi
   fi
-  echo "== $mpi, 2 ranks, libhier preloaded: MPI_X (wrapped) vs PMPI_X (direct), interleaved blocks"
-  mpiexec.$mpi "${extra[@]}" "${env_flag[@]}" -n 2 $b/bench/overhead/bench_overhead "$iters" "$blocks" "$clock"
+  echo "== $mpi, $np rank(s), libhier preloaded: MPI_X (wrapped) vs PMPI_X (direct), interleaved blocks"
+  mpiexec.$mpi "${extra[@]}" "${env_flag[@]}" -n "$np" $b/bench/overhead/bench_overhead "$iters" "$blocks" "$clock"
 done
