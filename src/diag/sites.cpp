@@ -500,7 +500,9 @@ void sites_finalize() {
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   const int n_send = sites_to_send(size);
   const size_t rec = sizeof(Header) + static_cast<size_t>(n_send) * sizeof(SiteRec);
-  std::vector<unsigned char> mine(rec, 0);
+  // Static storage: no allocation can fail between here and the gather.
+  alignas(8) static unsigned char mine[sizeof(Header) + kMaxSendSites * sizeof(SiteRec)];
+  std::memset(mine, 0, sizeof mine);
   std::map<uint64_t, std::string> names;
   // Whatever fails here, this rank still takes part in the gather below (with what it has):
   // the other ranks are waiting in it.
@@ -508,7 +510,7 @@ void sites_finalize() {
     std::lock_guard<std::mutex> lk(g_mu);
     g_sites = collect_sites(g_dropped);
     g_finalized = true;
-    auto* h = reinterpret_cast<Header*>(mine.data());
+    auto* h = reinterpret_cast<Header*>(mine);
     h->version = 1;
     h->world_n = g_world.n.load();
     h->world_hash = g_world.hash.load();
@@ -521,7 +523,7 @@ void sites_finalize() {
     std::sort(cand.begin(), cand.end(), [](const Site* a, const Site* b) {
       return a->calls != b->calls ? a->calls > b->calls : a->key < b->key;
     });
-    auto* out = reinterpret_cast<SiteRec*>(mine.data() + sizeof(Header));
+    auto* out = reinterpret_cast<SiteRec*>(mine + sizeof(Header));
     for (const Site* s : cand) {
       if (h->nsites >= static_cast<uint32_t>(n_send)) break;
       SiteRec& r = out[h->nsites++];
@@ -537,7 +539,7 @@ void sites_finalize() {
       names[s->key] = s->name;
     }
   } catch (...) {
-    std::fill(mine.begin(), mine.end(), 0);
+    std::memset(mine, 0, sizeof mine);
   }
   MPI_Comm c = MPI_COMM_NULL;
   // A duplicate: nothing the program left unmatched on MPI_COMM_WORLD can meet these messages.
@@ -554,7 +556,7 @@ void sites_finalize() {
   }
   int rc = PMPI_Bcast(&room, 1, MPI_INT, 0, c);
   if (rc == MPI_SUCCESS && room)
-    rc = PMPI_Gather(mine.data(), static_cast<int>(rec), MPI_BYTE, all.data(), static_cast<int>(rec), MPI_BYTE, 0, c);
+    rc = PMPI_Gather(mine, static_cast<int>(rec), MPI_BYTE, all.data(), static_cast<int>(rec), MPI_BYTE, 0, c);
   PMPI_Comm_free(&c);
   if (!room) rc = MPI_ERR_NO_MEM;
   if (rc != MPI_SUCCESS || rank != 0) {

@@ -56,6 +56,11 @@ def main():
         for k, v in env_vars.items():
             cmd += ["-x", f"{k}={v}"]
     else:
+        # 3 ranks busy-polling on fewer cores settle into a fixed schedule in which the same rank
+        # is descheduled at the same site every time: real, persistent arrival skew that a run
+        # "without a straggler" must not have. Polling that yields (as Open MPI does by itself
+        # when oversubscribed) breaks that pattern.
+        env_vars["MPIR_CVAR_POLLS_BEFORE_YIELD"] = "1"
         for k, v in env_vars.items():
             cmd += ["-genv", k, v]
     prog_mode = "slow" if a.mode == "watchdog" else a.mode
