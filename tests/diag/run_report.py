@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-NP = 3
+NP = 2
 
 
 def fail(msg):
