@@ -5,6 +5,7 @@
 #                                               dispatcher: with no application to look at, a
 #                                               dispatcher could only guess the MPI)
 #   P/bin/hier-run                              shared: picks <mpi> from the application
+#   P/bin/hier-report                           shared: summary of a run's reports (HIER_REPORT)
 #   P/<libdir>/pkgconfig/hier-<mpi>.pc          pkg-config, per MPI
 #   P/<libdir>/cmake/hier/                      find_package(hier COMPONENTS <mpi>) -> hier::<mpi>
 #   P/share/doc/libhier/, P/share/libhier/examples/   shared
@@ -37,6 +38,8 @@ if(_installed STREQUAL _text)
 endif()
 file(WRITE ${CMAKE_BINARY_DIR}/install/hier-run "${_installed}")
 install(PROGRAMS ${CMAKE_BINARY_DIR}/install/hier-run DESTINATION ${CMAKE_INSTALL_BINDIR})
+# hier-report (python3, stdlib; matplotlib optional): merges a run's per-rank reports. Shared.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/hier-report DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Docs keep README's relative links (docs/x.md) working; examples are sources to read or copy.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -117,7 +117,7 @@ def gen_c_wrappers(funcs, family):
            if family != "init" else '#include "core/lifecycle.hpp"\n']
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
     if family == "coll":
-        out.append('#include "diag/watch.hpp"\n')
+        out.append('#include "diag/sites.hpp"\n')
     for f in funcs:
         if f.family != family:
             continue
@@ -137,12 +137,14 @@ def gen_c_wrappers(funcs, family):
             comm = "comm" if has_comm else "MPI_COMM_NULL"
             out.append("  if (!hier::core::should_intercept()) return fwd();")
             out.append("  hier::base::Guard guard;")
-            if family == "coll" and has_comm:
-                # Hang watchdog (HIER_WATCHDOG): sequence number, signature and call site.
+            diag = family == "coll" and has_comm
+            if diag:
+                # Call-site timing (HIER_REPORT / HIER_WATCHDOG) and the hang watchdog's sequence
+                # number, signature and call site (diag/sites.hpp).
                 names = [p.name for p in f.params]
                 cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
                 root = "root" if "root" in names else "-1"
-                out.append(f"  hier::diag::WatchScope watch(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
+                out.append(f"  hier::diag::DiagScope dscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
             # No C++ exception may cross into the C caller: caught here, returned as an MPI error.
             out.append("  try {")
             out.append(f"    const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")
@@ -151,7 +153,10 @@ def gen_c_wrappers(funcs, family):
                 out.append(f"    hier::core::record(hier::Fn::{f.short}, o, 0);")
             else:
                 be = re.sub(r"\bsz\(", "hier::core::sz(", be)
-                out.append(f"    hier::core::record(hier::Fn::{f.short}, o, o.rc == MPI_SUCCESS ? static_cast<uint64_t>({be}) : 0);")
+                out.append(f"    const uint64_t nbytes = o.rc == MPI_SUCCESS ? static_cast<uint64_t>({be}) : 0;")
+                out.append(f"    hier::core::record(hier::Fn::{f.short}, o, nbytes);")
+                if diag:
+                    out.append("    dscope.set_bytes(nbytes);")
             if has_comm and family in ("coll", "icoll"):
                 # A hierarchical schedule's errors come from libhier's level communicators: the
                 # user's communicator's error handler has not seen them yet.

@@ -13,6 +13,7 @@
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
+#include "diag/sites.hpp"
 #include "diag/watch.hpp"
 
 namespace hier::core {
@@ -97,6 +98,9 @@ void initialize(bool world_model, bool at_init) {
     diag::watch_init(cfg.watchdog_s, rank, size, cfg.report.c_str());
     base::add_report_section("hangs", diag::hangs_json);
   }
+  // Call-site timing for the report (stragglers, the finalize mismatch check): one 4-byte
+  // PMPI_Allreduce decides on every rank, so the finalize exchange is made by all or none.
+  if (world_model && at_init && !cfg.disable) diag::sites_init(!cfg.report.empty(), cfg.watchdog_s > 0);
   HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, base::built_for_mpi(),
             cfg.disable ? "HIER_DISABLE=1, passthrough" : "active");
   std::atexit(report_at_exit);
@@ -148,6 +152,7 @@ void finalize_libhier() {
     g_runtime.finalize_seen = true;
   }
   diag::watch_finalize();
+  diag::sites_finalize();  // PMPI on MPI_COMM_WORLD: every rank is in MPI_Finalize
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
   base::run_finalize_hooks();

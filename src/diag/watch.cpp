@@ -94,7 +94,7 @@ thread_local uint64_t tl_last_epoch __attribute__((tls_model("initial-exec"))) =
 
 uint64_t now_ns() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);  // vDSO, no system call
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock of the slots' t0 (DiagScope)
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -172,7 +172,7 @@ CallSlot* this_thread_slot() {
   return tl_slot;
 }
 
-void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra) {
+void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra, uint64_t t0_ns) {
   if (comm == MPI_COMM_NULL) return;
   CommWatch* w = watch_of(comm);
   if (!w || !w->key) return;
@@ -188,7 +188,7 @@ void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, co
   s->root = root;
   s->count = count;
   s->ra = ra;
-  s->t0_ns = now_ns();
+  s->t0_ns = t0_ns;
   s->gen.store(g0 + 2, std::memory_order_release);
   s->active.store(1, std::memory_order_release);
 }
@@ -631,7 +631,8 @@ void* thread_main(void*) {
     const int ns = g->n_slots.load(std::memory_order_acquire);
     for (int i = 0; i < ns; ++i) {
       const CallView cv = read_slot(g->slots[i]);
-      if (!cv.active || !cv.comm || t - cv.t0 < limit_ns) continue;
+      // A call that started after `t` was read has t0 > t.
+      if (!cv.active || !cv.comm || cv.t0 > t || t - cv.t0 < limit_ns) continue;
       if (!handled.insert({&g->slots[i], cv.gen}).second) continue;
       // Investigated on a thread of its own: this one keeps answering the other ranks' queries
       // (they may be asking this rank at the same moment). One at a time.

@@ -3,7 +3,7 @@
 // there, a signature (function, count, root) and its call site (the return address into the
 // caller). A thread per rank (watch.cpp) reads that state, never calls MPI, and talks to the
 // other ranks over a TCP side channel when a collective has waited past the limit.
-// Watchdog off: one predictable branch on a global flag per collective.
+// Watchdog off: not reached (DiagScope, diag/sites.hpp, tests g_watch_on).
 #pragma once
 
 #include <mpi.h>
@@ -35,26 +35,9 @@ struct CallSlot {
 };
 
 CallSlot* this_thread_slot();
-void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra);
+// t0_ns: the call's start, CLOCK_MONOTONIC (taken once by DiagScope for the timing too).
+void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra, uint64_t t0_ns);
 inline void watch_end(CallSlot* s) { s->active.store(0, std::memory_order_release); }
-
-// RAII around one blocking collective in the generated wrapper.
-class WatchScope {
- public:
-  WatchScope(int fn, MPI_Comm comm, int64_t count, int root, const void* ra) {
-    if (__builtin_expect(!g_watch_on, 1)) return;
-    slot_ = this_thread_slot();
-    if (slot_) watch_begin(slot_, fn, comm, count, root, ra);
-  }
-  ~WatchScope() {
-    if (slot_) watch_end(slot_);
-  }
-  WatchScope(const WatchScope&) = delete;
-  WatchScope& operator=(const WatchScope&) = delete;
-
- private:
-  CallSlot* slot_ = nullptr;
-};
 
 // Lifecycle (core/lifecycle.cpp): at MPI_Init after the configuration agreement (one
 // PMPI_Allgather of the side-channel addresses on MPI_COMM_WORLD), and at finalize.

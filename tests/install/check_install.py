@@ -82,7 +82,7 @@ class Install:
 
 def expected_files(a):
     lib, mpi = a.libdir, a.mpi
-    return [f"{lib}/hier/{mpi}/libhier.so", f"bin/hier-info-{mpi}", f"bin/hier-tune-{mpi}", "bin/hier-run",
+    return [f"{lib}/hier/{mpi}/libhier.so", f"bin/hier-info-{mpi}", f"bin/hier-tune-{mpi}", "bin/hier-run", "bin/hier-report",
             f"{lib}/pkgconfig/hier-{mpi}.pc", f"{lib}/cmake/hier/hier-config.cmake",
             f"{lib}/cmake/hier/hier-config-version.cmake", f"{lib}/cmake/hier/hier-{mpi}-targets.cmake",
             "share/doc/libhier/README.md", "share/doc/libhier/docs/collectives.md",
