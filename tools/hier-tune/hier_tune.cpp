@@ -5,8 +5,9 @@
 // What it measures (every figure the median of repetitions, the slowest rank's time):
 //  - levels.intra: two ranks sharing memory (MPI_COMM_TYPE_SHARED): half a ping-pong of 0 bytes
 //    while the others wait, and the time per round of a 4-byte allreduce on every node at once
-//    (latency: the larger of the two, see busy_latency_ns) and one-way streams of large messages (ns per byte), with 1 .. ppn/2 senders of
-//    node 0 sending at once (concurrent).
+//    (latency: the larger of the two, see busy_latency_ns), and one-way streams of large
+//    messages (ns per byte) with k = 1 .. ppn members of node 0 each sending to the next one at
+//    once (concurrent; at k = ppn every member sends and receives, as in a ring step).
 //  - levels.inter: the same between node 0 and node 1, with k = 1 .. ppn members of node 0 each
 //    sending to one member of node 1 at once. Omitted (and said) when the job has one node.
 //  - planner.step_overhead_ns: one wake-up of every member per level step, the larger busy
@@ -239,20 +240,33 @@ int rounds_of(int members) {
 }
 
 // k flows at once: senders[i] sends `bytes` to receivers[i] (one direction), then a 0-byte
-// acknowledgement; the time per byte of each flow, latency taken off (see below).
+// acknowledgement; the time per byte of each flow, latency taken off (see below). Every flow's
+// transfer is posted at once (nonblocking), so a rank may send one flow and receive another, as
+// in a ring step where every member of a node sends and receives.
 double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>& receivers, int rank,
                         std::vector<char>& buf, int64_t bytes, int reps, double lat_ns) {
-  char ack = 0;
+  static std::vector<char> in;
+  if (static_cast<int64_t>(in.size()) < bytes) in.resize(static_cast<size_t>(bytes));
+  char ack_out = 0;
+  std::vector<char> ack_in(senders.size());
+  std::vector<MPI_Request> rq;
+  rq.reserve(2 * senders.size());
   const double t = timed(MPI_COMM_WORLD, reps, [&] {
+    rq.clear();
+    for (size_t i = 0; i < senders.size(); ++i)
+      if (rank == receivers[i])
+        PMPI_Irecv(in.data(), static_cast<int>(bytes), MPI_BYTE, senders[i], 2, MPI_COMM_WORLD, &rq.emplace_back());
+    for (size_t i = 0; i < senders.size(); ++i)
+      if (rank == senders[i])
+        PMPI_Isend(buf.data(), static_cast<int>(bytes), MPI_BYTE, receivers[i], 2, MPI_COMM_WORLD, &rq.emplace_back());
+    PMPI_Waitall(static_cast<int>(rq.size()), rq.data(), MPI_STATUSES_IGNORE);
+    rq.clear();
     for (size_t i = 0; i < senders.size(); ++i) {
-      if (rank == senders[i]) {
-        PMPI_Send(buf.data(), static_cast<int>(bytes), MPI_BYTE, receivers[i], 2, MPI_COMM_WORLD);
-        PMPI_Recv(&ack, 0, MPI_BYTE, receivers[i], 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else if (rank == receivers[i]) {
-        PMPI_Recv(buf.data(), static_cast<int>(bytes), MPI_BYTE, senders[i], 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        PMPI_Send(&ack, 0, MPI_BYTE, senders[i], 3, MPI_COMM_WORLD);
-      }
+      if (rank == senders[i])
+        PMPI_Irecv(&ack_in[i], 0, MPI_BYTE, receivers[i], 3, MPI_COMM_WORLD, &rq.emplace_back());
+      if (rank == receivers[i]) PMPI_Isend(&ack_out, 0, MPI_BYTE, senders[i], 3, MPI_COMM_WORLD, &rq.emplace_back());
     }
+    PMPI_Waitall(static_cast<int>(rq.size()), rq.data(), MPI_STATUSES_IGNORE);
   });
   // The message and its acknowledgement cost two latencies; on a loaded machine the latency's
   // median can exceed them (ranks waiting to be scheduled), so at most half the time is taken
@@ -475,11 +489,13 @@ int main(int argc, char** argv) {
 
   json levels = json::object();
   std::vector<char> buf((quick ? 1 : 4) << 20, 1);
-  // intra: node 0, members i -> ppn/2 + i
+  // intra: node 0, members i -> i + 1 (mod ppn), k = 1 .. ppn flows: with k = ppn every member
+  // sends and receives, as in a ring step of a level collective (the model's flows of a step
+  // inside a node are the members running it).
   if (s.ppn >= 2) {
-    const int half = s.ppn / 2;
-    levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [half](int i) { return half + i; }, half,
-                                    quick, buf, s.node_comm, s.ppn);
+    const int ppn = s.ppn;
+    levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [ppn](int i) { return (i + 1) % ppn; },
+                                    ppn, quick, buf, s.node_comm, s.ppn);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
   }
