@@ -34,13 +34,22 @@ for name in expect:
     num(lv["latency_ns"], f"{name}.latency_ns", positive=True)
     num(lv["ns_per_byte"], f"{name}.ns_per_byte", positive=True)
     flows = [c["flows"] for c in lv["concurrent"]]
-    top = ppn // 2 if name == "intra" else ppn
+    top = ppn  # intra: 1..ppn members each sending to the next; inter: 1..ppn members to node 1
+    for k in ("pingpong_latency_ns", "busy_latency_ns"):
+        num(lv[k], f"{name}.{k}", positive=True)
+    if lv["latency_ns"] != max(lv["pingpong_latency_ns"], lv["busy_latency_ns"]):
+        fail(f"{name}.latency_ns is not the larger of the ping-pong and the busy latency")
     if flows != list(range(1, top + 1)):
         fail(f"{name}.concurrent flows {flows}, expected 1..{top}")
     for c in lv["concurrent"]:
         num(c["ns_per_byte"], f"{name}.concurrent[{c['flows']}]", positive=True)
     if lv["concurrent"][0]["ns_per_byte"] != lv["ns_per_byte"]:
         fail(f"{name}: concurrent[flows=1] differs from ns_per_byte")
+if expect:
+    so = j.get("planner", {}).get("step_overhead_ns")
+    num(so, "planner.step_overhead_ns", positive=True)
+    if so != max(levels[n]["busy_latency_ns"] for n in expect):
+        fail("planner.step_overhead_ns is not the largest busy latency")
 for k in ("reduce_ns_per_byte", "copy_ns_per_byte"):
     num(j["compute"][k], f"compute.{k}", positive=True)
 for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
