@@ -18,7 +18,16 @@
 
 namespace {
 
-constexpr int64_t kBlock = 512;  // quant::kDefaultBlock: blocks are [k*512, (k+1)*512) of the buffer
+// HIER_QUANT_BLOCK (default 512, quant::kDefaultBlock): blocks are [k*B, (k+1)*B) of the buffer.
+int64_t block_size() {
+  const char* b = std::getenv("HIER_QUANT_BLOCK");
+  return b ? std::atoll(b) : 512;
+}
+const int64_t kBlock = block_size();
+
+// The planner's floor (model/cost_quant.hpp): a call of fewer than B values per rank in all stays
+// exact; above it HIER_ALGO=hier (every variant here) quantizes wherever HIER_QUANT allows.
+bool above_floor(int64_t total_values, int ranks) { return total_values >= kBlock * ranks; }
 
 struct World {
   int rank = 0, size = 1, L = 1, N = 1, Q = 127;
@@ -146,8 +155,8 @@ void run_case(int64_t n, bool in_place, int seed, const std::vector<Plant>& plan
   }
   expect_same_everywhere(got.data(), got.size() * sizeof(T), w, what);
   std::vector<char> nonfinite;
-  // exec::kQuantMinBytes; under HIER_TEST_FAIL the calls fall back to the MPI (exact).
-  const bool quantized = n * static_cast<int64_t>(sizeof(T)) >= 64 * 1024 && !std::getenv("HIER_TEST_FAIL") &&
+  // The floor; under HIER_TEST_FAIL the calls fall back to the MPI (exact).
+  const bool quantized = above_floor(n, w.size) && !std::getenv("HIER_TEST_FAIL") &&
                          !std::getenv("QUANT_TEST_EXACT");
   if (!plants.empty()) {
     nonfinite.assign((n + kBlock - 1) / kBlock, 0);
@@ -238,8 +247,6 @@ TEST(QuantAllreduce, OthersStayExact) {
 
 namespace {
 
-constexpr int64_t kMinBytes = 64 * 1024;  // exec::kQuantMinBytes
-
 bool quantizing() { return !std::getenv("HIER_TEST_FAIL") && !std::getenv("QUANT_TEST_EXACT"); }
 bool feedback_on() {
   const char* f = std::getenv("HIER_QUANT_FEEDBACK");
@@ -271,7 +278,7 @@ template <class T>
 void check_rs_piece(const T* got, const std::vector<T>& all, int64_t total, int64_t first, int64_t n, const World& w,
                     const std::string& what, double* max_ratio = nullptr, bool expect = true) {
   const double eps = std::numeric_limits<T>::epsilon();
-  const bool quant = quantizing() && total * static_cast<int64_t>(sizeof(T)) >= kMinBytes;
+  const bool quant = quantizing() && above_floor(total, w.size);
   int bad = 0;
   for (int64_t b0 = 0; b0 < n && bad < 5; b0 += kBlock) {
     const int64_t b1 = std::min(n, b0 + kBlock);
@@ -382,7 +389,7 @@ void ag_case(int64_t c, bool in_place, bool derived_send, int seed) {
   }
   ASSERT_EQ(rc, MPI_SUCCESS) << what;
   expect_same_everywhere(got.data(), got.size() * sizeof(T), w, what);
-  const bool quant = quantizing() && c * w.size * static_cast<int64_t>(sizeof(T)) >= kMinBytes;
+  const bool quant = quantizing() && above_floor(c * w.size, w.size);
   int bad = 0;
   for (int r = 0; r < w.size && bad < 5; ++r)
     for (int64_t b0 = 0; b0 < c && bad < 5; b0 += kBlock) {
@@ -434,6 +441,35 @@ TEST(QuantReduceScatter, OthersStayExact) {
   ASSERT_EQ(MPI_Allgather(mine.data(), static_cast<int>(c), MPI_INT, ag.data(), static_cast<int>(c), MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
   ASSERT_EQ(PMPI_Allgather(mine.data(), static_cast<int>(c), MPI_INT, agr.data(), static_cast<int>(c), MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_EQ(std::memcmp(ag.data(), agr.data(), ag.size() * sizeof(int)), 0) << "int allgather";
+}
+
+// The floor (model/cost_quant.hpp): floats holding small integers sum exactly in any order, so an
+// exact call is byte-equal to PMPI whatever its schedule, while quantizing them (scale ~ 2000/Q
+// for node sums up to 2000) cannot be. A call one value short of B values per rank stays exact;
+// four times the floor is quantized (the report check of these variants shows hier_int8/int4).
+TEST(QuantFloor, SmallStaysExactLargeIsQuantized) {
+  if (!quantizing() || feedback_on()) GTEST_SKIP() << "exact or feedback variant";
+  const World w = world();
+  for (int64_t n : {kBlock * w.size - 1, kBlock * w.size * 4}) {
+    const bool small = n < kBlock * w.size;
+    std::vector<float> mine(n), got(n), ref(n);
+    for (int64_t i = 0; i < n; ++i)
+      mine[i] = static_cast<float>(static_cast<int>(mix(static_cast<uint64_t>(w.rank) << 32 ^ static_cast<uint64_t>(i)) % 2001) - 1000);
+    ASSERT_EQ(MPI_Allreduce(mine.data(), got.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(PMPI_Allreduce(mine.data(), ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    expect_same_everywhere(got.data(), got.size() * sizeof(float), w, "floor allreduce");
+    const bool equal = std::memcmp(got.data(), ref.data(), n * sizeof(float)) == 0;
+    EXPECT_EQ(equal, small) << "allreduce of " << n << " integer-valued floats: " << (equal ? "exact" : "quantized");
+    // Reduce_scatter_block of the same: n/P per rank (the small call rounded down to whole pieces).
+    const int64_t c = n / w.size;
+    std::vector<float> rs(std::max<int64_t>(c, 1)), rsr(std::max<int64_t>(c, 1));
+    ASSERT_EQ(MPI_Reduce_scatter_block(mine.data(), rs.data(), static_cast<int>(c), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(PMPI_Reduce_scatter_block(mine.data(), rsr.data(), static_cast<int>(c), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    // Every rank's verdict: some rank's piece may happen to round exactly, not all of them.
+    int eq = std::memcmp(rs.data(), rsr.data(), c * sizeof(float)) == 0, all_eq = 0;
+    PMPI_Allreduce(&eq, &all_eq, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    EXPECT_EQ(all_eq != 0, small) << "reduce_scatter_block of " << c << " per rank";
+  }
 }
 
 // Error feedback: the same gradient summed K times on one buffer. With HIER_QUANT_FEEDBACK the
