@@ -540,11 +540,12 @@ diag::AlgoTag take_algo_tag() {
   return t;
 }
 
-int quant_bits(Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, const model::Plan& plan,
-               const topo::Levels& lv) {
+int quant_bits(Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
+               const model::Plan& plan, const topo::Levels& lv) {
   if (!plan.quant_bits || config::get().quant_for(coll) == config::Quant::Off) return 0;
   if (coll != Coll::Allgather && op != MPI_SUM) return 0;
   if ((type != MPI_FLOAT && type != MPI_DOUBLE) || !t.dense) return 0;
+  if (values < kb() * lv.size) return 0;  // the floor: one block per rank
   if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
     return 0;
   return plan.quant_bits;
@@ -554,7 +555,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
                                    MPI_Op op, const TypeInfo& t) {
   if (count <= 0) return std::nullopt;
   const topo::Levels& lv = *p.ctx->levels;
-  const int bits = quant_bits(Coll::Allreduce, type, op, t, p.plan, lv);
+  const int bits = quant_bits(Coll::Allreduce, type, op, t, count, p.plan, lv);
   if (!bits) return std::nullopt;
   const Layout g(lv, count, t, bits, p.plan);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
@@ -608,7 +609,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   const topo::Levels& lv = *p.ctx->levels;
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (total <= 0 || static_cast<int>(counts.size()) != lv.size) return std::nullopt;
-  const int bits = quant_bits(coll, t.type, op, t, p.plan, lv);
+  const int bits = quant_bits(coll, t.type, op, t, total, p.plan, lv);
   if (!bits) return std::nullopt;
   const RsLayout g(lv, counts, t, bits, p.plan);
   // Every byte count of the level collectives is an int.
@@ -655,7 +656,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
                                    void* recvbuf, int recvcount, const TypeInfo& rt) {
   const topo::Levels& lv = *p.ctx->levels;
   if (recvcount <= 0) return std::nullopt;
-  const int bits = quant_bits(Coll::Allgather, rt.type, MPI_SUM, rt, p.plan, lv);
+  const int bits = quant_bits(Coll::Allgather, rt.type, MPI_SUM, rt, int64_t{recvcount} * lv.size, p.plan, lv);
   if (!bits) return std::nullopt;
   const AgLayout g(lv, recvcount, rt, bits);
   if (int64_t{lv.size} * g.qb > INT_MAX / 2) return std::nullopt;

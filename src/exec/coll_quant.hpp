@@ -23,8 +23,10 @@ namespace hier::exec {
 // predefined MPI_FLOAT / MPI_DOUBLE handle, dense), the op (MPI_SUM; any for allgather) and the
 // level communicators. Uses only what every rank shares: the configuration, the arguments MPI
 // requires to be equal, the shape, the plan made from them.
-int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, const model::Plan& plan,
-               const topo::Levels& lv);
+// `values`: the call's whole buffer in values; the floor is checked again here in values (the
+// allgather is planned in bytes, so the plan's floor assumed float32).
+int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
+               const model::Plan& plan, const topo::Levels& lv);
 
 // The quantized path of exec::allreduce, given the call's prepared context. Null when the call
 // is not eligible (the decision uses only the arguments, the configuration and the shape, so it
