@@ -49,6 +49,7 @@ struct Config {
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
   int64_t quant_feedback_cap = 0;  // HIER_QUANT_FEEDBACK: bytes of residuals kept per process; 0 = off
   int quant_check_every = 0;       // HIER_QUANT_CHECK: check every Nth quantized call; 0 = off
+  int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
 
   Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }

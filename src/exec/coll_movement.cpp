@@ -78,8 +78,10 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   auto p = prepare(coll, total, comm, 1, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized.
-  if (coll == Coll::Allgather)
+  // Blocking only (a nonblocking call must return a request, which the quantized path has not).
+  if (coll == Coll::Allgather && !req)
     if (auto rc = quant_allgather(*p, sendbuf, sendcount, sendtype, recvbuf, static_cast<int>(counts[0]), rt)) return rc;
+  if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const int rank = p->ctx->levels->rank;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool uniform = coll == Coll::Allgather;

@@ -62,7 +62,10 @@ using config::Coll;
 
 thread_local diag::AlgoTag g_tag = diag::AlgoTag::Hier;
 
-constexpr int64_t kBlock = quant::kDefaultBlock;
+// HIER_QUANT_BLOCK: values per block. Read from the configuration, which is fixed from MPI_Init
+// on and agreed on by every rank (core/agree_config.cpp: same_on_every_rank), so every layout
+// below is the same on every rank and on every call with the same schedule key (which holds it).
+int64_t kb() { return config::get().quant_block; }
 
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 
@@ -70,7 +73,7 @@ int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 // first + i*n/parts. Returns the start of part i.
 int64_t part_start(int64_t n, int parts, int i) { return n * i / parts; }
 
-int64_t qbytes(int64_t n, int bits) { return quant::quantized_bytes(n, kBlock, bits); }
+int64_t qbytes(int64_t n, int bits) { return quant::quantized_bytes(n, kb(), bits); }
 
 // ---- Statistics, error feedback and the check (one mutex: quantized calls are large) --------
 
@@ -83,6 +86,7 @@ struct CollStats {
   uint64_t cross_exact = 0, cross_sent = 0;  // bytes this rank sends across nodes: exact equivalent, quantized
   uint64_t checked = 0;
   double max_abs = 0, max_rel = 0;
+  double quant_ns = 0, exact_ns = 0;  // the planner's predictions for these calls, summed
 };
 std::map<Coll, CollStats> g_stats;
 
@@ -116,11 +120,14 @@ std::string report() {
                         {"int4", st.int4},
                         {"cross_bytes_exact", st.cross_exact},
                         {"cross_bytes_sent", st.cross_sent},
-                        {"cross_bytes_saved", st.cross_exact - st.cross_sent}};
+                        {"cross_bytes_saved", st.cross_exact - st.cross_sent},
+                        {"predicted_ms", st.quant_ns / 1e6},
+                        {"exact_predicted_ms", st.exact_ns / 1e6}};
     if (st.checked) e["check"] = {{"calls", st.checked}, {"max_abs_error", st.max_abs}, {"max_rel_error", st.max_rel}};
     colls[config::kCollKeys[static_cast<size_t>(c)]] = e;
   }
   j["collectives"] = colls;
+  j["block"] = kb();
   const int64_t cap = config::get().quant_feedback_cap;
   if (cap > 0)
     j["feedback"] = {{"cap_bytes", cap}, {"bytes", g_residual_bytes}, {"sites", g_residuals.size()},
@@ -148,7 +155,7 @@ void register_report() {
   (void)registered;
 }
 
-void note_call(Coll c, int bits, int64_t exact_bytes, int64_t sent_bytes) {
+void note_call(Coll c, int bits, int64_t exact_bytes, int64_t sent_bytes, const model::Plan& plan) {
   register_report();
   std::lock_guard<std::mutex> lk(g_mu);
   CollStats& st = g_stats[c];
@@ -156,6 +163,8 @@ void note_call(Coll c, int bits, int64_t exact_bytes, int64_t sent_bytes) {
   ++(bits == 8 ? st.int8 : st.int4);
   st.cross_exact += static_cast<uint64_t>(exact_bytes);
   st.cross_sent += static_cast<uint64_t>(sent_bytes);
+  st.quant_ns += plan.quant_ns;
+  st.exact_ns += plan.algo == sched::Algorithm::Flat ? plan.flat_ns : plan.hier_ns;
 }
 
 // The residual of a call site (`bytes` long, zero at first), or null: feedback off, or the cap
@@ -239,9 +248,9 @@ void quantize_fb(T* x, int64_t n, int bits, char* rec, T* r) {
   if (n <= 0) return;
   if (r)
     for (int64_t i = 0; i < n; ++i) x[i] = x[i] + r[i];
-  quant::quantize(x, n, kBlock, bits, rec);
+  quant::quantize(x, n, kb(), bits, rec);
   if (!r) return;
-  quant::dequantize(rec, n, kBlock, bits, r);
+  quant::dequantize(rec, n, kb(), bits, r);
   for (int64_t i = 0; i < n; ++i) {
     const T e = x[i] - r[i];
     r[i] = std::isfinite(e) ? e : T(0);
@@ -262,7 +271,7 @@ sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const 
   key.true_extent = t.true_extent;
   key.true_lb = t.true_lb;
   key.quant = static_cast<uint8_t>(bits);
-  key.quant_block = static_cast<int32_t>(kBlock);
+  key.quant_block = static_cast<int32_t>(kb());
   return key;
 }
 
@@ -305,21 +314,21 @@ struct Layout {
     node = lv.my_node();
     bits = qbits;
     elem = t.size;
-    const int64_t nb = quant::num_blocks(count, kBlock);
+    const int64_t nb = quant::num_blocks(count, kb());
     const int64_t b0 = part_start(nb, L, local), b1 = part_start(nb, L, local + 1);
-    shard_first = std::min(b0 * kBlock, count);
-    shard_n = std::min(b1 * kBlock, count) - shard_first;
-    const int64_t sb = quant::num_blocks(shard_n, kBlock);
+    shard_first = std::min(b0 * kb(), count);
+    shard_n = std::min(b1 * kb(), count) - shard_first;
+    const int64_t sb = quant::num_blocks(shard_n, kb());
     const int64_t p0 = part_start(sb, N, node), p1 = part_start(sb, N, node + 1);
-    piece_first = std::min(p0 * kBlock, shard_n);
-    piece_n = std::min(p1 * kBlock, shard_n) - piece_first;
+    piece_first = std::min(p0 * kb(), shard_n);
+    piece_n = std::min(p1 * kb(), shard_n) - piece_first;
     off_shard_rec = 0;
-    off_recv_rec = align64(quant::quantized_bytes(shard_n, kBlock, bits));
-    off_acc = off_recv_rec + align64(N * quant::quantized_bytes(piece_n, kBlock, bits));
+    off_recv_rec = align64(quant::quantized_bytes(shard_n, kb(), bits));
+    off_acc = off_recv_rec + align64(N * quant::quantized_bytes(piece_n, kb(), bits));
     off_shard = off_acc + align64(piece_n * elem);
     total = off_shard + shard_n * elem;
     rs_direct = use_direct_rs(plan.direct_rs_from, &t, true, count);
-    agv3_padded = use_padded_agv(plan.padded_agv_from, nullptr, true, quant::quantized_bytes(shard_n, kBlock, bits));
+    agv3_padded = use_padded_agv(plan.padded_agv_from, nullptr, true, quant::quantized_bytes(shard_n, kb(), bits));
     agv4_padded = use_padded_agv(plan.padded_agv_from, &t, true, count);
   }
 };
@@ -331,19 +340,19 @@ struct Counts {
   std::vector<int> piece_counts, piece_displs;  // N: my piece from each node, as records
   Counts(const Layout& g, int64_t count)
       : node_counts(g.L), node_displs(g.L), cross_counts(g.N), cross_displs(g.N), piece_counts(g.N), piece_displs(g.N) {
-    const int64_t nb = quant::num_blocks(count, kBlock);
+    const int64_t nb = quant::num_blocks(count, kb());
     for (int l = 0; l < g.L; ++l) {
-      const int64_t f = std::min(part_start(nb, g.L, l) * kBlock, count);
-      node_counts[l] = static_cast<int>(std::min(part_start(nb, g.L, l + 1) * kBlock, count) - f);
+      const int64_t f = std::min(part_start(nb, g.L, l) * kb(), count);
+      node_counts[l] = static_cast<int>(std::min(part_start(nb, g.L, l + 1) * kb(), count) - f);
       node_displs[l] = static_cast<int>(f);
     }
-    const int64_t sb = quant::num_blocks(g.shard_n, kBlock);
+    const int64_t sb = quant::num_blocks(g.shard_n, kb());
     for (int j = 0; j < g.N; ++j) {
       const int64_t b0 = part_start(sb, g.N, j), b1 = part_start(sb, g.N, j + 1);
-      const int64_t f = std::min(b0 * kBlock, g.shard_n), e = std::min(b1 * kBlock, g.shard_n);
-      cross_displs[j] = static_cast<int>(quant::record_offset(b0, kBlock, g.bits));
-      cross_counts[j] = static_cast<int>(quant::quantized_bytes(e - f, kBlock, g.bits));
-      piece_counts[j] = static_cast<int>(quant::quantized_bytes(g.piece_n, kBlock, g.bits));
+      const int64_t f = std::min(b0 * kb(), g.shard_n), e = std::min(b1 * kb(), g.shard_n);
+      cross_displs[j] = static_cast<int>(quant::record_offset(b0, kb(), g.bits));
+      cross_counts[j] = static_cast<int>(quant::quantized_bytes(e - f, kb(), g.bits));
+      piece_counts[j] = static_cast<int>(quant::quantized_bytes(g.piece_n, kb(), g.bits));
       piece_displs[j] = j * piece_counts[j];
     }
   }
@@ -382,13 +391,13 @@ int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64
   if (err != MPI_SUCCESS) return err;
   // 2. Quantize the shard once (pieces are block-aligned, so piece j's records are one byte
   //    range of the shard's), all-to-all across nodes, sum my piece in node order 0..N-1.
-  const int64_t piece_bytes = quant::quantized_bytes(g.piece_n, kBlock, g.bits);
+  const int64_t piece_bytes = quant::quantized_bytes(g.piece_n, kb(), g.bits);
   quantize_fb(shard, g.shard_n, g.bits, shard_rec, r2);
   err = PMPI_Alltoallv(shard_rec, c.cross_counts.data(), c.cross_displs.data(), MPI_BYTE, recv_rec, c.piece_counts.data(), c.piece_displs.data(), MPI_BYTE,
                        lv.cross);
   if (err != MPI_SUCCESS) return err;
   std::memset(static_cast<void*>(acc), 0, static_cast<size_t>(g.piece_n * g.elem));
-  for (int j = 0; j < g.N; ++j) quant::dequantize_add(recv_rec + j * piece_bytes, g.piece_n, kBlock, g.bits, acc);
+  for (int j = 0; j < g.N; ++j) quant::dequantize_add(recv_rec + j * piece_bytes, g.piece_n, kb(), g.bits, acc);
   // 3. Requantize my reduced piece once, straight into its place among the shard's records, and
   //    allgather the records across nodes; everyone, the owner included, dequantizes the whole
   //    shard from the same records.
@@ -397,7 +406,7 @@ int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64
                       : PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, shard_rec, c.cross_counts.data(),
                                         c.cross_displs.data(), MPI_BYTE, lv.cross);
   if (err != MPI_SUCCESS) return err;
-  quant::dequantize(shard_rec, g.shard_n, kBlock, g.bits, reinterpret_cast<T*>(recv + g.shard_first * g.elem));
+  quant::dequantize(shard_rec, g.shard_n, kb(), g.bits, reinterpret_cast<T*>(recv + g.shard_first * g.elem));
   // 4. Exact allgather of the shards inside the node.
   return g.agv4_padded ? allgatherv_padded(nullptr, true, recv, c.node_counts, c.node_displs, &t, lv.node, tmp)
                        : PMPI_Allgatherv(MPI_IN_PLACE, 0, type, recv, c.node_counts.data(), c.node_displs.data(), type,
@@ -481,7 +490,7 @@ int run_rs(const RsLayout& g, char* mem, const char* in, T* out, const std::vect
   if (err != MPI_SUCCESS) return err;
   std::memset(static_cast<void*>(out), 0, static_cast<size_t>(g.my_count * g.elem));
   for (int m = 0; m < g.N; ++m)
-    if (g.my_count) quant::dequantize_add(recv + g.recv_displs[m], g.my_count, kBlock, g.bits, out);
+    if (g.my_count) quant::dequantize_add(recv + g.recv_displs[m], g.my_count, kb(), g.bits, out);
   return MPI_SUCCESS;
 }
 
@@ -510,7 +519,7 @@ int run_ag(const AgLayout& g, char* mem, const T* x, char* out, const topo::Leve
   char* all = mem + g.off_all;
   // x is in scratch when there is a residual (quantize_fb adds to it), else the user's block.
   if (res) quantize_fb(const_cast<T*>(x), g.c, g.bits, my, res);
-  else quant::quantize(x, g.c, kBlock, g.bits, my);
+  else quant::quantize(x, g.c, kb(), g.bits, my);
   const int qb = static_cast<int>(g.qb);
   int err = PMPI_Allgather(my, qb, MPI_BYTE, bundle, qb, MPI_BYTE, lv.cross);  // bundle[m]: rank (m, local)
   if (err != MPI_SUCCESS) return err;
@@ -518,7 +527,7 @@ int run_ag(const AgLayout& g, char* mem, const T* x, char* out, const topo::Leve
   if (err != MPI_SUCCESS) return err;
   for (int l = 0; l < g.L; ++l)
     for (int m = 0; m < g.N; ++m)
-      quant::dequantize(all + (int64_t{l} * g.N + m) * g.qb, g.c, kBlock, g.bits,
+      quant::dequantize(all + (int64_t{l} * g.N + m) * g.qb, g.c, kb(), g.bits,
                         reinterpret_cast<T*>(out + g.at[m * g.L + l] * g.c * g.elem));
   return MPI_SUCCESS;
 }
@@ -531,22 +540,22 @@ diag::AlgoTag take_algo_tag() {
   return t;
 }
 
-int quant_bits(Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t bytes, const topo::Levels& lv) {
-  const config::Quant mode = config::get().quant_for(coll);
-  if (mode == config::Quant::Off) return 0;
+int quant_bits(Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
+               const model::Plan& plan, const topo::Levels& lv) {
+  if (!plan.quant_bits || config::get().quant_for(coll) == config::Quant::Off) return 0;
   if (coll != Coll::Allgather && op != MPI_SUM) return 0;
   if ((type != MPI_FLOAT && type != MPI_DOUBLE) || !t.dense) return 0;
-  if (bytes < kQuantMinBytes) return 0;
+  if (values < kb() * lv.size) return 0;  // the floor: one block per rank
   if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
     return 0;
-  return mode == config::Quant::Int8 ? 8 : 4;
+  return plan.quant_bits;
 }
 
 std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                                    MPI_Op op, const TypeInfo& t) {
   if (count <= 0) return std::nullopt;
   const topo::Levels& lv = *p.ctx->levels;
-  const int bits = quant_bits(Coll::Allreduce, type, op, t, int64_t{count} * t.size, lv);
+  const int bits = quant_bits(Coll::Allreduce, type, op, t, count, p.plan, lv);
   if (!bits) return std::nullopt;
   const Layout g(lv, count, t, bits, p.plan);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
@@ -561,7 +570,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   if (!mem) return MPI_ERR_NO_MEM;
   HIER_TRACE("exec", "rank %d: MPI_Allreduce of %d %s quantized %s, block %lld, %d pieces across %d nodes of %d",
              lv.rank, count, type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
-             static_cast<long long>(kBlock), g.N, g.N, g.L);
+             static_cast<long long>(kb()), g.N, g.N, g.L);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   char* recv = static_cast<char*>(recvbuf);
   const Site site{p.ctx, Coll::Allreduce, in_place ? recvbuf : sendbuf, count};
@@ -585,7 +594,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   for (int j = 0; j < g.N; ++j)
     if (j != g.node) sent += c.cross_counts[j];
   sent += int64_t{c.cross_counts[g.node]} * (g.N - 1);
-  note_call(Coll::Allreduce, bits, cross_values * g.elem, sent);
+  note_call(Coll::Allreduce, bits, cross_values * g.elem, sent, p.plan);
   if (check) {
     rc = PMPI_Allreduce(in_place ? chk + nbytes : sendbuf, chk, count, type, MPI_SUM, p.ctx->comm);
     if (rc != MPI_SUCCESS) return rc;
@@ -600,7 +609,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   const topo::Levels& lv = *p.ctx->levels;
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (total <= 0 || static_cast<int>(counts.size()) != lv.size) return std::nullopt;
-  const int bits = quant_bits(coll, t.type, op, t, total * t.size, lv);
+  const int bits = quant_bits(coll, t.type, op, t, total, p.plan, lv);
   if (!bits) return std::nullopt;
   const RsLayout g(lv, counts, t, bits, p.plan);
   // Every byte count of the level collectives is an int.
@@ -619,7 +628,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   if (!mem) return MPI_ERR_NO_MEM;
   HIER_TRACE("exec", "rank %d: %s of %lld %s quantized %s, block %lld, across %d nodes of %d", lv.rank, name,
              static_cast<long long>(total), t.type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
-             static_cast<long long>(kBlock), g.N, g.L);
+             static_cast<long long>(kb()), g.N, g.L);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   const char* in = static_cast<const char*>(in_place ? recvbuf : sendbuf);
   const Site site{p.ctx, coll, in, total};
@@ -632,7 +641,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
                : run_rs<double>(g, mem, in, static_cast<double*>(recvbuf), counts, t, lv, p.ctx->tmp[0], reinterpret_cast<double*>(r));
   if (rc != MPI_SUCCESS) return rc;
   note_call(coll, bits, (g.mine_n - counts[g.at[g.node * g.L + g.local]]) * g.elem,
-            std::accumulate(g.cross_counts.begin(), g.cross_counts.end(), int64_t{0}) - g.cross_counts[g.node]);
+            std::accumulate(g.cross_counts.begin(), g.cross_counts.end(), int64_t{0}) - g.cross_counts[g.node], p.plan);
   if (check) {
     std::vector<int> rc_counts(counts.begin(), counts.end());
     rc = PMPI_Reduce_scatter(chk + nbytes, chk, rc_counts.data(), t.type, MPI_SUM, p.ctx->comm);
@@ -647,7 +656,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
                                    void* recvbuf, int recvcount, const TypeInfo& rt) {
   const topo::Levels& lv = *p.ctx->levels;
   if (recvcount <= 0) return std::nullopt;
-  const int bits = quant_bits(Coll::Allgather, rt.type, MPI_SUM, rt, int64_t{recvcount} * lv.size * rt.size, lv);
+  const int bits = quant_bits(Coll::Allgather, rt.type, MPI_SUM, rt, int64_t{recvcount} * lv.size, p.plan, lv);
   if (!bits) return std::nullopt;
   const AgLayout g(lv, recvcount, rt, bits);
   if (int64_t{lv.size} * g.qb > INT_MAX / 2) return std::nullopt;
@@ -672,7 +681,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   }
   HIER_TRACE("exec", "rank %d: MPI_Allgather of %d %s per rank quantized %s, block %lld, across %d nodes of %d",
              lv.rank, recvcount, rt.type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
-             static_cast<long long>(kBlock), g.N, g.L);
+             static_cast<long long>(kb()), g.N, g.L);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   const Site site{p.ctx, Coll::Allgather, src, recvcount};
   const bool check = check_this_call(p.ctx, Coll::Allgather);
@@ -685,7 +694,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
                ? run_ag<float>(g, mem, reinterpret_cast<const float*>(q), recv, lv, reinterpret_cast<float*>(r))
                : run_ag<double>(g, mem, reinterpret_cast<const double*>(q), recv, lv, reinterpret_cast<double*>(r));
   if (rc != MPI_SUCCESS) return rc;
-  note_call(Coll::Allgather, bits, mybytes * (g.N - 1), g.qb * (g.N - 1));
+  note_call(Coll::Allgather, bits, mybytes * (g.N - 1), g.qb * (g.N - 1), p.plan);
   if (check) {
     rc = PMPI_Allgather(chk + allbytes, recvcount, rt.type, chk, recvcount, rt.type, p.ctx->comm);
     if (rc != MPI_SUCCESS) return rc;

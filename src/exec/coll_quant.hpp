@@ -1,6 +1,6 @@
 // Quantized hierarchical collectives (issue 13, HIER_QUANT=int8|int4, docs/quantization.md):
 // MPI_Allreduce and MPI_Reduce_scatter(_block) with MPI_SUM, and MPI_Allgather, of dense
-// MPI_FLOAT / MPI_DOUBLE on cartesian 2-level shapes, messages of at least kQuantMinBytes.
+// MPI_FLOAT / MPI_DOUBLE on cartesian 2-level shapes, where the planner predicts them faster.
 // Lossy, within a stated bound; every rank still gets the same bits. Everything else stays
 // exact. Error feedback (HIER_QUANT_FEEDBACK), the check (HIER_QUANT_CHECK) and the report's
 // "quantization" section live here too.
@@ -17,17 +17,16 @@
 
 namespace hier::exec {
 
-// Below this many bytes an allreduce stays exact even under HIER_QUANT: the cross-node volume
-// saved is small next to the extra steps (quantize, an all-to-all and an allgather instead of
-// one allreduce of the shard) and the fixed per-call latency dominates. Not tuned yet.
-inline constexpr int64_t kQuantMinBytes = 64 * 1024;
-
-// The decision, in one place (the planner's cost model may take it over): the bits (8 or 4) to
-// quantize a call of `coll` with, or 0 to stay exact. `bytes`: the call's whole buffer (the
-// allreduce's, the reduce-scatter's input, the allgather's result). Uses only what every rank
-// shares: the configuration, the arguments MPI requires to be equal, the shape.
-int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t bytes,
-               const topo::Levels& lv);
+// The decision, in one place: the bits (8 or 4) to quantize a call of `coll` with, or 0 to stay
+// exact. The planner weighs the quantized schedule against its best exact plan and keeps a floor
+// (model/cost_quant.hpp: plan.quant_bits); this adds what the plan cannot see: the type (the
+// predefined MPI_FLOAT / MPI_DOUBLE handle, dense), the op (MPI_SUM; any for allgather) and the
+// level communicators. Uses only what every rank shares: the configuration, the arguments MPI
+// requires to be equal, the shape, the plan made from them.
+// `values`: the call's whole buffer in values; the floor is checked again here in values (the
+// allgather is planned in bytes, so the plan's floor assumed float32).
+int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
+               const model::Plan& plan, const topo::Levels& lv);
 
 // The quantized path of exec::allreduce, given the call's prepared context. Null when the call
 // is not eligible (the decision uses only the arguments, the configuration and the shape, so it

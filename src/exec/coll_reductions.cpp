@@ -98,6 +98,7 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   // path is blocking only: MPI_Iallreduce stays exact.
   if (!req)
     if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t)) return rc;
+  if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool ordered = !predefined_op(op);
   const int rank = p->ctx->levels->rank;
@@ -141,7 +142,10 @@ std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
   auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized.
-  if (auto rc = quant_reduce_scatter(*p, coll, sendbuf, recvbuf, counts, op, t)) return rc;
+  // Blocking only: a nonblocking call must return a request, which the quantized path has not.
+  if (!req)
+    if (auto rc = quant_reduce_scatter(*p, coll, sendbuf, recvbuf, counts, op, t)) return rc;
+  if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int rank = p->ctx->levels->rank;
   // reduce_scatter_block: one count describes them all.

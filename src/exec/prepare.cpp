@@ -19,21 +19,22 @@ namespace hier::exec {
 
 namespace {
 
-// The planner's pre-check size of `coll` for the process's model (model::hier_from), computed
+// The planner's pre-check size of `coll` for the process's model (model::hier_from, HIER_QUANT's
+// quantized schedules included), computed
 // once per collective, the first time a call of it gets here.
 int64_t gate(config::Coll coll) {
   static std::array<std::once_flag, model::kColls> once;
   static std::array<int64_t, model::kColls> from{};
   const size_t c = static_cast<size_t>(coll);
-  std::call_once(once[c], [&] { from[c] = model::hier_from(model::process().model, coll); });
+  std::call_once(once[c], [&] { from[c] = model::hier_from(model::process().model, coll, &config::get()); });
   return from[c];
 }
 
 // Report: per collective, the calls planned each way and the predicted times (ns) of the
 // chosen plan and of the other option.
 struct PlanCount {
-  std::atomic<uint64_t> hier{0}, flat{0};
-  std::atomic<double> chosen_ns{0}, other_ns{0};
+  std::atomic<uint64_t> hier{0}, flat{0}, quantized{0};  // quantized: plans that chose HIER_QUANT
+  std::atomic<double> chosen_ns{0}, other_ns{0}, quant_ns{0};
 };
 std::array<PlanCount, static_cast<size_t>(config::Coll::Count)> g_plans;
 
@@ -51,6 +52,10 @@ std::string planner_report() {
     if (!n.hier.load() && !n.flat.load()) continue;
     j[config::kCollKeys[c]] = {{"hier", n.hier.load()}, {"flat", n.flat.load()},
                                {"predicted_ms", n.chosen_ns.load() / 1e6}, {"other_ms", n.other_ns.load() / 1e6}};
+    // HIER_QUANT: calls whose plan chose the quantized schedule, and the predicted times of the
+    // quantized schedule summed over every costed call (the exact plans' are above).
+    if (n.quant_ns.load() > 0)
+      j[config::kCollKeys[c]].update({{"quantized", n.quantized.load()}, {"quantized_ms", n.quant_ns.load() / 1e6}});
   }
   return j.dump();
 }
@@ -63,6 +68,8 @@ void count_plan(config::Coll coll, const model::Plan& p) {
   (hier ? n.hier : n.flat).fetch_add(1, std::memory_order_relaxed);
   add(n.chosen_ns, hier ? p.hier_ns : p.flat_ns);
   add(n.other_ns, hier ? p.flat_ns : p.hier_ns);
+  if (p.quant_bits) n.quantized.fetch_add(1, std::memory_order_relaxed);
+  add(n.quant_ns, p.quant_ns);
 }
 
 }  // namespace
@@ -93,7 +100,9 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   }
   Prepared p{ctx, it->second};
   count_plan(coll, p.plan);
-  if (p.plan.algo == sched::Algorithm::Flat) return std::nullopt;
+  // A flat plan still comes here when the quantized schedule won (HIER_QUANT, plan.quant_bits;
+  // blocking calls only): the caller tries it and returns to the MPI if it declines the call.
+  if (p.plan.algo == sched::Algorithm::Flat && (!p.plan.quant_bits || nonblocking)) return std::nullopt;
   before_call(ctx, nonblocking);
   return p;
 }

@@ -115,6 +115,10 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
   const json& cp = need(j, "compute", "");
   m.reduce_ns_per_byte = number(cp, "reduce_ns_per_byte", "compute.");
   m.copy_ns_per_byte = number(cp, "copy_ns_per_byte", "compute.");
+  // Optional (tune files older than HIER_QUANT's costing lack them): the built-in defaults stay.
+  if (cp.contains("quantize_ns_per_byte")) m.quantize_ns_per_byte = number(cp, "quantize_ns_per_byte", "compute.");
+  if (cp.contains("dequantize_ns_per_byte"))
+    m.dequantize_ns_per_byte = number(cp, "dequantize_ns_per_byte", "compute.");
 
   if (j.contains("flat_algorithms")) {
     const json& fa = j.at("flat_algorithms");

@@ -55,12 +55,19 @@ struct Point {
 
 constexpr size_t kColls = static_cast<size_t>(config::Coll::Count);
 
+inline constexpr double kQuantizeNsPerByte = 0.17, kDequantizeNsPerByte = 0.06;
+
 struct Model {
   std::string source = "built-in";  // the file it came from
   Family family = Family::OpenMPI;
   int nodes = 0, ranks_per_node = 0;  // the shape it was measured on (flat_measured applies there)
   LevelParams intra, inter;
   double reduce_ns_per_byte = 0, copy_ns_per_byte = 0;
+  // Blockwise quantization (HIER_QUANT, model/cost_quant.hpp), per byte of float input: quantize,
+  // and dequantize (+ add into an accumulator). Optional in a tune file; these defaults are the
+  // host kernels' throughput on the development machine (bench/quant, block 512, 16 MiB float32:
+  // docs/tune-file.md).
+  double quantize_ns_per_byte = kQuantizeNsPerByte, dequantize_ns_per_byte = kDequantizeNsPerByte;
   std::array<std::vector<AlgoRule>, kColls> flat_algorithms;  // empty: the fallback per collective
   std::array<std::vector<Point>, kColls> flat_measured;       // ascending bytes
   double margin = 0.05;          // hier must be predicted this fraction faster than flat

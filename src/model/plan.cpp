@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "model/cost.hpp"
+#include "model/cost_quant.hpp"
 #include "model/shapes.hpp"
 #include "sched/pipeline.hpp"
 
@@ -90,7 +92,7 @@ double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorit
 }
 
 std::string describe(const Plan& p) {
-  char buf[256];
+  char buf[384];
   if (p.algo == Algorithm::Flat) {
     if (p.flat_ns > 0)
       std::snprintf(buf, sizeof buf, "flat: predicted %.3f ms vs hier %.3f ms (%s)", p.flat_ns / 1e6, p.hier_ns / 1e6, p.why);
@@ -99,6 +101,13 @@ std::string describe(const Plan& p) {
   } else {
     std::snprintf(buf, sizeof buf, "hier %s, %d chunk%s: predicted %.3f ms vs flat %.3f ms (%s)", sched::to_string(p.algo),
                   p.chunks, p.chunks == 1 ? "" : "s", p.hier_ns / 1e6, p.flat_ns / 1e6, p.why);
+  }
+  if (p.quant_ns > 0) {
+    const size_t n = std::strlen(buf);
+    std::snprintf(buf + n, sizeof buf - n, "; quantized predicted %.3f ms (%s)", p.quant_ns / 1e6, p.quant_why);
+  } else if (*p.quant_why) {
+    const size_t n = std::strlen(buf);
+    std::snprintf(buf + n, sizeof buf - n, "; quantization: %s", p.quant_why);
   }
   return buf;
 }
@@ -129,28 +138,29 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   p.flat_ns = flat_cost(call.coll, call.bytes, s, m);
   if (forced == config::Algo::Hier) {
     p.algo = best_a, p.chunks = best_c, p.why = "HIER_ALGO=hier";
-    return p;
-  }
-  if (best < p.flat_ns * (1.0 - m.margin)) {
+  } else if (best < p.flat_ns * (1.0 - m.margin)) {
     p.algo = best_a, p.chunks = best_c, p.why = "cheaper by the model";
   } else {
     p.why = "flat cheaper by the model";
   }
+  weigh_quant(call, s, m, cfg, p);  // HIER_QUANT: the quantized schedule against the exact plan
   return p;
 }
 
-int64_t hier_from(const Model& m, Coll coll) {
+int64_t hier_from(const Model& m, Coll coll, const config::Config* quant) {
   std::vector<topo::Shape> probes;
   if (m.nodes > 1 && m.ranks_per_node > 1) probes.push_back(two_level(m.nodes, m.ranks_per_node));
   for (auto [n, r] : {std::pair{2, 2}, {2, 4}, {4, 2}, {4, 4}})
     if (n != m.nodes || r != m.ranks_per_node) probes.push_back(two_level(n, r));
-  const config::Config cfg;  // auto everywhere, the model's chunks
+  config::Config cfg;  // auto everywhere, the model's chunks
+  if (quant) cfg.quant = quant->quant, cfg.quant_block = quant->quant_block;
   const bool reduction = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter ||
                          coll == Coll::ReduceScatterBlock;
   const int64_t last = coll == Coll::Barrier ? 0 : int64_t{1} << 30;
   for (int64_t b = coll == Coll::Barrier ? 0 : 64; b <= last; b *= 4) {
     for (const topo::Shape& s : probes)
-      if (plan({coll, b, reduction ? 4 : 1}, s, m, cfg).algo != Algorithm::Flat) return b / 4;
+      if (const Plan p = plan({coll, b, reduction ? 4 : 1}, s, m, cfg); p.algo != Algorithm::Flat || p.quant_bits)
+        return b / 4;
     if (b == 0) break;
   }
   return std::numeric_limits<int64_t>::max();

@@ -36,6 +36,12 @@ struct Plan {
   int64_t padded_agv_from = std::numeric_limits<int64_t>::max();
   double hier_ns = 0, flat_ns = 0;  // predicted (0: not costed)
   const char* why = "";
+  // HIER_QUANT (model/cost_quant.hpp): the bits to quantize with when the quantized schedule is
+  // predicted faster than the exact plan above (0: exact), its predicted time (0: not costed).
+  // With quant_bits set and algo Flat, a call the quantized path declines runs flat (the MPI).
+  int quant_bits = 0;
+  double quant_ns = 0;
+  const char* quant_why = "";
 };
 
 // E.g. "hier rs-ar-ag, 4 chunks: predicted 1.20 ms vs flat 2.31 ms (cheaper by the model)".
@@ -51,7 +57,8 @@ double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sch
 // The smallest bytes (a power of 4) from which plan() goes hierarchical for `coll` on any of a
 // few probe shapes (the model's own, 2x2, 2x4, 4x2, 4x4), divided by 4: the cheap pre-check of
 // calls made before a communicator's levels exist (0: from any size; max: never). Pure.
-int64_t hier_from(const Model& m, config::Coll coll);
+// `quant`: also where HIER_QUANT's quantized schedule (its quant and quant_block settings) wins.
+int64_t hier_from(const Model& m, config::Coll coll, const config::Config* quant = nullptr);
 std::array<int64_t, kColls> hier_from(const Model& m);
 
 // Cheap pre-check, before any level communicator exists: false when the call goes flat whatever

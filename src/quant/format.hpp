@@ -31,9 +31,11 @@ namespace hier::quant {
 
 inline constexpr int64_t kMinBlock = 8;
 inline constexpr int64_t kMaxBlock = int64_t{1} << 16;
-// Chosen by bench/quant --sweep (bench/RESULTS.md, "Quantization kernels"): throughput is flat
-// from 128-256 values up; 512 keeps the scales at 0.8% (int8) / 1.6% (int4) of the payload while
-// a block stays small enough for a small absmax per block (the error is s/2 per value).
+// The default of HIER_QUANT_BLOCK (config::Config::quant_block must equal it: tests/quant;
+// the choice is argued in docs/quantization.md, "Block size"). Chosen by bench/quant --sweep
+// (bench/RESULTS.md, "Quantization kernels"): throughput is flat from 128-256 values up; 512
+// keeps the scales at 0.8% (int8) / 1.6% (int4) of the payload while a block stays small enough
+// for a small absmax per block (the error is s/2 per value).
 inline constexpr int64_t kDefaultBlock = 512;
 
 HIER_HD constexpr bool valid_block(int64_t b) { return b >= kMinBlock && b <= kMaxBlock && b % 8 == 0; }

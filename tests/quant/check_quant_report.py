@@ -8,6 +8,9 @@ usage: check_quant_report.py REPORT [--colls C,C,...] [--ratio R] [--check MAXRE
            in (0, MAXREL]: an error was measured (lossy), and it is within bounds
   --feedback: error feedback kept residuals (sites > 0, bytes within the cap)
   --absent: the report has no quantization section (nothing quantized)
+  --block B: the section states block B (HIER_QUANT_BLOCK), and the planner section shows, for
+           each of --colls, plans that chose quantization with a predicted time, and the
+           quantization section both predicted times (quantized and exact)
 """
 import argparse
 import json
@@ -22,6 +25,7 @@ def main():
     ap.add_argument("--check", type=float)
     ap.add_argument("--feedback", action="store_true")
     ap.add_argument("--absent", action="store_true")
+    ap.add_argument("--block", type=int)
     a = ap.parse_args()
     with open(a.report) as f:
         rep = json.load(f)
@@ -48,6 +52,17 @@ def main():
                     errors.append(f"{c}: not checked: {e}")
                 elif not (0 < ch["max_rel_error"] <= a.check):
                     errors.append(f"{c}: max_rel_error {ch['max_rel_error']} not in (0, {a.check}]")
+        if a.block is not None:
+            if q.get("block") != a.block:
+                errors.append(f"block {q.get('block')}, expected {a.block}")
+            plan = rep.get("planner", {})
+            for c in filter(None, a.colls.split(",")):
+                p = plan.get(c, {})
+                if p.get("quantized", 0) == 0 or not p.get("quantized_ms", 0) > 0:
+                    errors.append(f"planner {c}: no quantized plan with a predicted time: {p}")
+                e = colls.get(c, {})
+                if not (e.get("predicted_ms", 0) > 0 and e.get("exact_predicted_ms", 0) > 0):
+                    errors.append(f"{c}: predicted times missing: {e}")
         if a.check is not None and not q.get("checked_sites"):
             errors.append("no checked_sites")
         if a.feedback:

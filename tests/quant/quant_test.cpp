@@ -10,6 +10,11 @@
 #include <random>
 #include <vector>
 
+#include <optional>
+#include <string>
+
+#include "config/config.hpp"
+#include "model/cost_quant.hpp"
 #include "quant/format.hpp"
 #include "quant/quant.hpp"
 
@@ -303,4 +308,41 @@ TEST(Quant, DequantizeReduce) {
         check_sum<float>(P, n, 64, bits, rng);
         check_sum<double>(P, n, 512, bits, rng);
       }
+}
+
+// HIER_QUANT_BLOCK (src/config/registry.cpp): its default is the kernels' default block; every
+// allowed value is a valid block of the format; anything else is one line naming the variable,
+// the value and what is allowed. The model restates the record size (model/cost_quant.hpp): it
+// must agree with the format's.
+namespace {
+hier::config::ParseResult parse_block(const char* v) {
+  return hier::config::parse([&](const char* name) -> std::optional<std::string> {
+    if (std::string(name) == "HIER_QUANT_BLOCK") return std::string(v);
+    return std::nullopt;
+  }, {});
+}
+}  // namespace
+
+TEST(QuantBlock, ConfigDefaultAllowedAndRefused) {
+  EXPECT_EQ(hier::config::Config{}.quant_block, hq::kDefaultBlock);
+  for (int64_t b = 32; b <= 4096; b *= 2) {
+    const auto r = parse_block(std::to_string(b).c_str());
+    EXPECT_TRUE(r.errors.empty()) << b;
+    EXPECT_EQ(r.config.quant_block, b);
+    EXPECT_TRUE(hq::valid_block(b)) << b;
+  }
+  for (const char* v : {"0", "16", "48", "100", "8192", "-512", "512k", "", "big"}) {
+    const auto r = parse_block(v);
+    ASSERT_EQ(r.errors.size(), 1u) << v;
+    const std::string& e = r.errors[0];
+    EXPECT_NE(e.find("HIER_QUANT_BLOCK"), std::string::npos) << e;
+    EXPECT_NE(e.find(std::string("'") + v + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find("power of two from 32 to 4096"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_EQ(r.config.quant_block, hq::kDefaultBlock) << v;
+  }
+  for (int bits : {8, 4})
+    for (int64_t b : {32, 512, 4096})
+      for (int64_t n : {int64_t{1}, b - 1, b, b + 1, 3 * b + 7, int64_t{100003}})
+        EXPECT_EQ(hier::model::quant_record_bytes(n, b, bits), hq::quantized_bytes(n, b, bits)) << n << " " << b << " " << bits;
 }

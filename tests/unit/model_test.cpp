@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/cost.hpp"
+#include "model/cost_quant.hpp"
 #include "model/load.hpp"
 #include "model/plan.hpp"
 #include "model/shapes.hpp"
@@ -63,6 +64,89 @@ TEST(Model, TwoLevelAllreduceByHand) {
   model::Model o = m;
   o.step_overhead_ns = 500;
   EXPECT_DOUBLE_EQ(model::cost(node, 0, s, o, 4), 68592.0 + 3 * 500);
+}
+
+// The quantized schedules (model/cost_quant.hpp) on 2 x 2 ranks, 4096 floats, block 512, int8,
+// simple() with quantize 0.25 ns/B (1 ns per float) and dequantize 0.125 ns/B (0.5 per float).
+// Every step runs with both ranks of a node at once (2 flows: 20 ns/B across nodes).
+// Allreduce: shard S = 2048 values, piece Q = 1024 values, records of Q = 2 x (4 + 512) = 1032 B.
+//   reduce-scatter in the node, ring, 16384 B: 1000 + 8192 + 8192 x 0.5 = 13288
+//   all-to-all across, pairwise, 1032 B each: 10000 + 1032 x 20 = 30640
+//   allgatherv across, ring, 2 x 1032 B: 30640;  allgatherv in the node, 2 x 8192 B: 9192
+//   quantize S + Q = 3072, dequantize-add 2 x Q + dequantize S = 2048 x 0.5 + 2048 x 0.5 = 2048
+// Reduce_scatter_block: 1024 per rank; node reduce-scatter of 2 x 2048 values 13288, all-to-all
+//   30640, quantize 2048 + dequantize-add 2048 x 0.5: 47000.
+// Allgather: 1024 per rank; across 30640, in the node 2 x 2064 B: 1000 + 2064 = 3064; quantize
+//   1024 + dequantize 4096 x 0.5: 36776.
+model::Model quant_model() {
+  model::Model m = simple();
+  m.quantize_ns_per_byte = 0.25;
+  m.dequantize_ns_per_byte = 0.125;
+  return m;
+}
+
+TEST(ModelQuant, CostsByHand) {
+  const model::Model m = quant_model();
+  const topo::Shape s = model::two_level(2, 2);
+  EXPECT_EQ(model::quant_record_bytes(1024, 512, 8), 1032);
+  EXPECT_EQ(model::quant_record_bytes(1025, 512, 4), 2 * 260 + 5);  // an odd last block of one value
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512), 13288.0 + 30640 + 30640 + 9192 + 3072 + 2048);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::ReduceScatterBlock, 16384, 4, s, m, 8, 512), 47000.0);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 16384, 4, s, m, 8, 512), 36776.0);
+  EXPECT_EQ(model::quant_cost(Coll::Bcast, 16384, 4, s, m, 8, 512), 0.0);  // no quantized schedule
+  // A step overhead counts once per communication step (4 for the allreduce).
+  model::Model o = m;
+  o.step_overhead_ns = 100;
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, o, 8, 512), 88880.0 + 400);
+}
+
+TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
+  const topo::Shape s = model::two_level(2, 2);
+  config::Config cfg;
+  const model::Model m = quant_model();
+  // Off: nothing costed.
+  model::Plan p = model::plan({Coll::Allreduce, 1 * MiB, 4}, s, m, cfg);
+  EXPECT_EQ(p.quant_bits, 0);
+  EXPECT_EQ(p.quant_ns, 0.0);
+  cfg.quant[static_cast<size_t>(Coll::Allreduce)] = config::Quant::Int8;
+  // Across a 10 ns/B link a quarter of the bytes wins: quantized, both times in the plan and in
+  // describe() (what HIER_DEBUG=TRACE prints).
+  p = model::plan({Coll::Allreduce, 1 * MiB, 4}, s, m, cfg);
+  const double exact = p.algo == Algorithm::Flat ? p.flat_ns : p.hier_ns;
+  EXPECT_DOUBLE_EQ(p.quant_ns, model::quant_cost(Coll::Allreduce, 1 * MiB, 4, s, m, 8, 512));
+  EXPECT_LT(p.quant_ns, exact);
+  EXPECT_EQ(p.quant_bits, 8);
+  EXPECT_NE(model::describe(p).find("quantized predicted"), std::string::npos) << model::describe(p);
+  EXPECT_NE(model::describe(p).find("int8 chosen"), std::string::npos) << model::describe(p);
+  // Slow (de)quantization: the exact plan stays, its time still reported.
+  model::Model slow = m;
+  slow.quantize_ns_per_byte = slow.dequantize_ns_per_byte = 1000;
+  p = model::plan({Coll::Allreduce, 1 * MiB, 4}, s, slow, cfg);
+  EXPECT_EQ(p.quant_bits, 0);
+  EXPECT_GT(p.quant_ns, p.algo == Algorithm::Flat ? p.flat_ns : p.hier_ns);
+  EXPECT_NE(model::describe(p).find("exact kept"), std::string::npos) << model::describe(p);
+  // ... unless HIER_ALGO=hier forces libhier's schedules.
+  config::Config forced = cfg;
+  forced.algo[static_cast<size_t>(Coll::Allreduce)] = config::Algo::Hier;
+  EXPECT_EQ(model::plan({Coll::Allreduce, 1 * MiB, 4}, s, slow, forced).quant_bits, 8);
+  // The floor: fewer than one block per rank (512 x 4 floats) stays exact, forced or not.
+  EXPECT_EQ(model::quant_floor_bytes(512, 4, 4), 8192);
+  p = model::plan({Coll::Allreduce, 8192 - 4, 4}, s, m, forced);
+  EXPECT_EQ(p.quant_bits, 0);
+  EXPECT_NE(model::describe(p).find("below one block per rank"), std::string::npos) << model::describe(p);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 8192, 4}, s, m, forced).quant_bits, 8);
+  // The block size moves the floor and the cost (more scale bytes with smaller blocks).
+  config::Config small = forced;
+  small.quant_block = 32;
+  EXPECT_EQ(model::plan({Coll::Allreduce, 8192 - 4, 4}, s, m, small).quant_bits, 8);
+  EXPECT_GT(model::quant_cost(Coll::Allreduce, 1 * MiB, 4, s, m, 8, 32), model::quant_cost(Coll::Allreduce, 1 * MiB, 4, s, m, 8, 512));
+  // Not a float or double size (the exec side checks the very type): exact.
+  EXPECT_EQ(model::plan({Coll::Allreduce, 1 * MiB, 2}, s, m, forced).quant_bits, 0);
+  // int4 and the other collectives.
+  cfg.quant.fill(config::Quant::Int4);
+  EXPECT_EQ(model::plan({Coll::ReduceScatterBlock, 1 * MiB, 4}, s, m, cfg).quant_bits, 4);
+  EXPECT_EQ(model::plan({Coll::Allgather, 1 * MiB, 1}, s, m, cfg).quant_bits, 4);
+  EXPECT_EQ(model::plan({Coll::Bcast, 1 * MiB, 1}, s, m, cfg).quant_bits, 0);
 }
 
 // Bcast of 8192 B in 2 chunks, two-step, 2 x 2 ranks. Only the root's node position crosses
