@@ -51,7 +51,11 @@ std::string value_on(int from, int me, const std::string& mine) {
   return s;
 }
 
+bool g_differs = false;
+
 }  // namespace
+
+bool config_differs() { return g_differs; }
 
 bool agree_config(int me) {
   const std::vector<Value> vals = values_to_agree();
@@ -85,6 +89,7 @@ bool agree_config(int me) {
                                      : "every collective runs with the MPI's own algorithm on every rank");
   }
   if (model_differs && !config::get().strict) model::force_builtin();
+  g_differs = differ;
   if (!differ && !model_differs) return true;
   if (config::get().strict) return false;
   if (differ) config::force_flat_collectives();

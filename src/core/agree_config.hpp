@@ -12,4 +12,9 @@ namespace hier::core {
 // the job must stop.
 bool agree_config(int world_rank);
 
+// After agree_config: whether some agreed variable differed between ranks (the same answer on
+// every rank). Setup that needs every rank, like the watchdog's side channel, is skipped then:
+// a rank disabled alone would otherwise skip a collective its peers make.
+bool config_differs();
+
 }  // namespace hier::core

@@ -94,13 +94,16 @@ void initialize(bool world_model, bool at_init) {
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
   // Hang watchdog: side channel set up with one PMPI_Allgather (HIER_WATCHDOG is agreed above).
-  if (world_model && at_init && !cfg.disable && cfg.watchdog_s > 0) {
+  if (world_model && at_init && !cfg.disable && cfg.watchdog_s > 0 && !config_differs()) {
     diag::watch_init(cfg.watchdog_s, rank, size, cfg.report.c_str());
     base::add_report_section("hangs", diag::hangs_json);
   }
   // Call-site timing for the report (stragglers, the finalize mismatch check): one 4-byte
-  // PMPI_Allreduce decides on every rank, so the finalize exchange is made by all or none.
-  if (world_model && at_init && !cfg.disable) diag::sites_init(!cfg.report.empty(), cfg.watchdog_s > 0);
+  // PMPI_Allreduce decides on every rank, so the finalize exchange is made by all or none. It
+  // runs under HIER_DISABLE=1 too (finalize_libhier runs on passive ranks as well): a rank
+  // disabled alone that skipped it would leave its peers' allreduce matching its program's
+  // first collective (a hang, coll.mismatch.disable).
+  if (world_model && at_init) diag::sites_init(!cfg.report.empty(), cfg.watchdog_s > 0);
   HIER_INFO("core", "libhier %s for %s: %s", HIER_VERSION_STRING, base::built_for_mpi(),
             cfg.disable ? "HIER_DISABLE=1, passthrough" : "active");
   std::atexit(report_at_exit);

