@@ -253,7 +253,9 @@ def mpi4py_real(a):
                     "s = array.array('i', [c.rank + 1] * 4096); r = array.array('i', [0] * 4096)\n"
                     "c.Allreduce(s, r, op=MPI.SUM)\nn = c.size\n"
                     "assert all(x == n * (n + 1) // 2 for x in r), 'wrong sum'\n"
-                    "print('rank', c.rank, 'ok', flush=True)\n")
+                    # one write per rank: the ranks share the launcher's stdout, and print()'s
+                    # separate writes of its arguments interleaved ("rank 1 rankok")
+                    "import sys\nsys.stdout.write(f'rank {c.rank} ok\\n'); sys.stdout.flush()\n")
         if fam != a.mpi:
             # Debian's mpi4py is for the other MPI: hier-run finds that MPI and says its libhier is missing.
             expect_refusal(inst.hier_run("--dry-run", "srun", SYS_PYTHON, script, check=False),
