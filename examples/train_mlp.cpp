@@ -30,6 +30,9 @@
 // final_loss is the loss on a fixed evaluation set after the last update; mean_step_ms is
 // the mean wall time of steps 2..N on rank 0 (step 1 includes connection set-up).
 // Exit status 3 if the ranks end with different parameters (they must be bit-identical).
+// --done FILE: rank 0 creates FILE once the final line is printed and the ranks agreed on the
+// exit status (a launcher can then end a job whose MPI hangs in MPI_Finalize: minicluster's
+// --done-file, used by tools/demo.sh).
 
 #include <mpi.h>
 
@@ -58,6 +61,7 @@ struct Options {
   bool exact = true;  // --exact-sum
   bool overlap = false;  // --overlap (ddp): one MPI_Iallreduce per layer, started in backward
   int print_every = 1;
+  std::string done_file;  // --done
 };
 
 [[noreturn]] void usage_error(int rank, const std::string& msg, int code = 2) {
@@ -66,7 +70,7 @@ struct Options {
     std::fprintf(code == 0 ? stdout : stderr,
                  "usage: train_mlp [--mode ddp|zero] [--steps N] [--width W] [--batch B]\n"
                  "                 [--in D] [--out D] [--seed S] [--lr LR] [--exact-sum 0|1]\n"
-                 "                 [--print-every N] [--overlap 0|1]\n");
+                 "                 [--print-every N] [--overlap 0|1] [--done FILE]\n");
   }
   MPI_Finalize();
   std::exit(code);
@@ -97,6 +101,7 @@ Options parse(int argc, char** argv, int rank) {
     else if (a == "--seed") o.seed = (uint64_t)parse_int(rank, "--seed", v, 0, 1L << 62);
     else if (a == "--print-every") o.print_every = (int)parse_int(rank, "--print-every", v, 0, 1 << 30);
     else if (a == "--exact-sum") o.exact = parse_int(rank, "--exact-sum", v, 0, 1) != 0;
+    else if (a == "--done") o.done_file = v;
     else if (a == "--overlap") o.overlap = parse_int(rank, "--overlap", v, 0, 1) != 0;
     else if (a == "--lr") {
       char* end = nullptr;
@@ -426,6 +431,8 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rank == 0 && !o.done_file.empty())
+    if (FILE* f = std::fopen(o.done_file.c_str(), "w")) std::fclose(f);
   MPI_Finalize();
   return status;
 }

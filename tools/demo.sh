@@ -66,8 +66,11 @@ if ((cluster)); then
     local pre=() out
     [[ $1 == libhier ]] && pre=(--preload "$lib")
     # MPICH 4.0.2 over UCX/TCP can hang in MPI_Finalize after the work is done (openucx/ucx#8738,
-    # docs/minicluster.md): a run that printed its final line and then hangs still counts.
-    out=$(tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 120 "${pre[@]}" -- "$prog" "${args[@]}" 2>/dev/null || true)
+    # docs/minicluster.md): a run that printed its final line and then hangs still counts, and
+    # is ended 10 s after train_mlp's --done file appears instead of at the timeout.
+    local done_file; done_file=$(mktemp -u /tmp/demo-done.XXXXXX)
+    out=$(tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 120 --done-file "$done_file" "${pre[@]}" -- "$prog" "${args[@]}" --done "$done_file" 2>/dev/null || true)
+    rm -f "$done_file"
     grep final_loss <<<"$out" | tail -1 || true  # no line: the caller reports the failed run
   }
   tools/minicluster --name "$mcname" run --mpi "$mpi" --launcher "$launcher" --timeout 60 -- "$prog" --steps 2 --width 256 --print-every 0 >/dev/null 2>&1 || true  # warm-up

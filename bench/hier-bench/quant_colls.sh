@@ -4,10 +4,14 @@
 # Reduce_scatter_block: 16 MiB float32 input per rank; allgather: a 16 MiB float32 result (the
 # block per rank is 16 MiB / P). Prints one line per run (median of the run's iterations, and
 # the bytes that crossed the links during it) and the drop counters; needs root.
-#   HIER_BUILD=build/quant-openmpi MPI=openmpi REPS=2 bench/hier-bench/quant_colls.sh
+#   [HIER_BUILD=build/<MPI>] MPI=openmpi REPS=2 bench/hier-bench/quant_colls.sh
+# COLLS (default "reduce_scatter_block allgather"; allreduce: 16 MiB float32 per rank) and
+# VARIANTS (default "mpi int8 int4"; int8/int4 force the hierarchical schedule with HIER_ALGO=hier,
+# auto-int8/auto-int4 leave the choice, exact or quantized, to the planner) select the runs.
 cd "$(dirname "$0")/../.."
-b=$(realpath "${HIER_BUILD:-build/openmpi}")
 mpi=${MPI:-openmpi} reps=${REPS:-2} name=${NAME:-quant}
+b=$(realpath "${HIER_BUILD:-build/$mpi}")
+colls=${COLLS:-reduce_scatter_block allgather} variants=${VARIANTS:-mpi int8 int4}
 tools/minicluster --name "$name" down >/dev/null 2>&1
 tools/minicluster --name "$name" up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
 trap 'tools/minicluster --name "$name" down >/dev/null 2>&1' EXIT
@@ -15,7 +19,7 @@ out=/tmp/quant-colls.$name; rm -rf "$out"; mkdir -p "$out"
 sent() { tools/minicluster --name "$name" links --json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'; }
 run() {  # nodes ppn coll variant rep
   local nodes=$1 ppn=$2 coll=$3 v=$4 rep=$5 envs size
-  case $v in mpi) envs=(HIER_DISABLE=1);; *) envs=(HIER_ALGO=hier HIER_QUANT=$v);; esac
+  case $v in mpi) envs=(HIER_DISABLE=1);; auto-*) envs=(HIER_QUANT=${v#auto-});; *) envs=(HIER_ALGO=hier HIER_QUANT=$v);; esac
   size=16777216
   [[ $coll == allgather ]] && size=$((16777216 / (nodes * ppn)))
   local f=$out/$nodes.$ppn.$coll.$v.$rep.csv b0 d0 b1 d1
@@ -31,8 +35,8 @@ run() {  # nodes ppn coll variant rep
 tools/minicluster --name "$name" run --mpi "$mpi" --use-nodes 2 --ppn 2 -- "$b/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1
 for rep in $(seq 1 "$reps"); do
   for shape in "2 2" "2 4" "4 2"; do
-    for coll in reduce_scatter_block allgather; do
-      for v in mpi int8 int4; do run $shape $coll $v $rep; done
+    for coll in $colls; do
+      for v in $variants; do run $shape $coll $v $rep; done
     done
   done
 done

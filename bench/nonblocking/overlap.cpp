@@ -4,8 +4,13 @@
 //   t_total   : MPI_Iallreduce, the busy loop (with MPI_Test every --test-us microseconds, 0 =
 //               none, as OSU), MPI_Wait
 //   overlap % = 100 * (1 - (t_total - t_compute) / t_comm), clipped to [0, 100]
+// --work fixed: the computation is a fixed amount of work (the number of loop rounds the
+//   calibration run did in t_comm), not a fixed wall time. OSU's loop (the default, --work time)
+//   runs for t_comm of wall time, so CPU taken from it (a progress thread on a busy core) is not
+//   charged to it; with fixed work it is, and t_total grows by what the computation lost.
 // Medians over --iters rounds (after one warm-up), printed by rank 0. A benchmark, never an
-// assertion. usage: bench_overlap [--bytes N] [--iters K] [--test-us U]
+// assertion. usage: bench_overlap [--bytes N] [--iters K] [--test-us U] [--work time|fixed]
+//   [--done FILE]  (rank 0 creates FILE once the results are printed: minicluster's --done-file)
 #include <mpi.h>
 
 #include <algorithm>
@@ -17,12 +22,15 @@
 namespace {
 volatile double g_sink = 0;
 
-// Busy work for `seconds`, calling MPI_Test on r every test_us microseconds (if r and test_us).
-void compute(double seconds, MPI_Request* r, double test_us) {
+// Busy work for `seconds` of wall time, or for `rounds` loop rounds when rounds > 0, calling
+// MPI_Test on r every test_us microseconds (if r and test_us). Returns the rounds it did.
+long compute(double seconds, long rounds, MPI_Request* r, double test_us) {
   const double t0 = MPI_Wtime();
   double next = t0 + test_us * 1e-6;
   double x = 1.0;
-  while (MPI_Wtime() - t0 < seconds) {
+  long done = 0;
+  while (rounds > 0 ? done < rounds : MPI_Wtime() - t0 < seconds) {
+    ++done;
     for (int i = 0; i < 1000; ++i) x = x * 1.0000001 + 1e-9;
     if (r && test_us > 0 && MPI_Wtime() >= next) {
       int flag = 0;
@@ -31,6 +39,7 @@ void compute(double seconds, MPI_Request* r, double test_us) {
     }
   }
   g_sink = x;
+  return done;
 }
 
 double median(std::vector<double> v) {
@@ -45,10 +54,14 @@ int main(int argc, char** argv) {
   long bytes = 16L << 20;
   int iters = 5;
   double test_us = 0;
+  bool fixed_work = false;
+  const char* done_file = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--bytes")) bytes = std::atol(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--test-us")) test_us = std::atof(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--done")) done_file = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--work")) fixed_work = !std::strcmp(argv[i + 1], "fixed");
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -66,12 +79,12 @@ int main(int argc, char** argv) {
     MPI_Allreduce(MPI_IN_PLACE, &tc, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);  // one length everywhere
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
-    compute(tc, nullptr, 0);
+    const long rounds = compute(tc, 0, nullptr, 0);
     const double tp = MPI_Wtime() - t0;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     MPI_Iallreduce(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
-    compute(tc, &r, test_us);
+    compute(tc, fixed_work ? rounds : 0, &r, test_us);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     const double tt = MPI_Wtime() - t0;
     if (it == 0) continue;  // warm-up (schedule cache, connections)
@@ -83,8 +96,12 @@ int main(int argc, char** argv) {
   double ov = 100.0 * (1.0 - (t - p) / c);
   ov = std::max(0.0, std::min(100.0, ov));
   if (rank == 0)
-    std::printf("bytes %ld ranks %d thread_level %d t_comm_ms %.1f t_compute_ms %.1f t_total_ms %.1f overlap_pct %.0f\n",
-                bytes, size, provided, c * 1e3, p * 1e3, t * 1e3, ov);
+    std::printf("work %s bytes %ld ranks %d thread_level %d t_comm_ms %.1f t_compute_ms %.1f t_total_ms %.1f overlap_pct %.0f\n",
+                fixed_work ? "fixed" : "time", bytes, size, provided, c * 1e3, p * 1e3, t * 1e3, ov);
+  if (rank == 0 && done_file) {
+    std::fflush(stdout);
+    if (FILE* f = std::fopen(done_file, "w")) std::fclose(f);
+  }
   MPI_Finalize();
   return 0;
 }
