@@ -45,6 +45,8 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/hier-report DESTINATION ${CMAKE_INS
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 file(GLOB _docs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+file(GLOB _doc_images CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/img/*.png)  # README's example plot
+install(FILES ${_doc_images} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs/img)
 file(GLOB _examples CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/*.cpp ${PROJECT_SOURCE_DIR}/examples/*.c)
 install(FILES ${_examples} DESTINATION ${CMAKE_INSTALL_DATADIR}/libhier/examples)
 

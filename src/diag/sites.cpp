@@ -19,6 +19,7 @@
 
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
+#include "diag/straggler.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
 
@@ -84,18 +85,6 @@ bool bytes_agree(Fn b) {
   switch (b) {
     case Fn::Allreduce: case Fn::Reduce: case Fn::Bcast: case Fn::Allgather: case Fn::Gather:
     case Fn::Scatter: case Fn::Reduce_scatter_block: case Fn::Alltoall: case Fn::Scan: case Fn::Exscan:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Collectives where no rank can leave before every rank arrived: the time inside measures the
-// wait for the last one. Rooted ones (a bcast root leaves at once) and scans are not.
-bool all_wait(Fn b) {
-  switch (b) {
-    case Fn::Allreduce: case Fn::Allgather: case Fn::Allgatherv: case Fn::Alltoall: case Fn::Alltoallv:
-    case Fn::Alltoallw: case Fn::Barrier: case Fn::Reduce_scatter: case Fn::Reduce_scatter_block:
       return true;
     default:
       return false;
@@ -384,91 +373,44 @@ std::string check_json(const std::vector<unsigned char>& all, size_t rec, int si
   return j.dump();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// Rank 0: arrival skew per call site. A rank that spends the least time inside a collective
-// every rank must wait in is the one the others waited for.
+// Rank 0: the ranks' records of each call site handed to find_stragglers (straggler.cpp), in
+// the order of the sites' keys, and its result as the report's `stragglers` section.
 std::string stragglers_json(const std::vector<unsigned char>& all, size_t rec, int size,
                             const std::map<uint64_t, std::string>& names) {
-  constexpr double kMinGapNs = 20e3;  // per call: below this, skew is noise
-  // key -> each rank's record (nullptr where the rank has none)
-  std::map<uint64_t, std::vector<const SiteRec*>> by_key;
+  std::map<uint64_t, SiteSamples> by_key;
   for (int r = 0; r < size; ++r) {
     const Header& h = header_of(all, rec, r);
     const SiteRec* s = sites_of(all, rec, r);
     for (uint32_t i = 0; i < h.nsites; ++i) {
-      auto& v = by_key[s[i].key];
-      v.resize(static_cast<size_t>(size), nullptr);
-      v[static_cast<size_t>(r)] = &s[i];
+      SiteSamples& site = by_key[s[i].key];
+      site.ranks.resize(static_cast<size_t>(size));
+      site.ranks[static_cast<size_t>(r)] = {true, s[i].fn, s[i].calls, static_cast<double>(s[i].total_ns), s[i].win,
+                                            std::min<uint32_t>(s[i].nwin, kWin)};
     }
   }
-  int compared = 0, unmatched = 0;
-  nlohmann::json found = nlohmann::json::array();
-  for (auto& [key, v] : by_key) {
-    const SiteRec* r0 = v[0];
-    bool same = std::all_of(v.begin(), v.end(), [&](const SiteRec* s) { return s && r0 && s->calls == r0->calls && s->fn == r0->fn; });
-    if (!same) {
-      ++unmatched;
-      continue;
-    }
-    if (!all_wait(base_of(static_cast<Fn>(r0->fn))) || size < 2) continue;
-    ++compared;
-    std::vector<double> tot;
-    uint32_t w = kWin;
-    for (const SiteRec* s : v) {
-      tot.push_back(static_cast<double>(s->total_ns));
-      w = std::min(w, s->nwin);
-    }
-    // Per call in the window: who arrived last (least time inside), and by how much.
-    std::vector<int> last_in(static_cast<size_t>(size), 0);
-    std::vector<double> late_ns(static_cast<size_t>(size), 0);
-    for (uint32_t c = 0; c < w; ++c) {
-      int arg = 0;
-      for (int r = 1; r < size; ++r)
-        if (v[static_cast<size_t>(r)]->win[v[static_cast<size_t>(r)]->nwin - w + c] <
-            v[static_cast<size_t>(arg)]->win[v[static_cast<size_t>(arg)]->nwin - w + c])
-          arg = r;
-      std::vector<double> others;
-      for (int r = 0; r < size; ++r)
-        if (r != arg) others.push_back(v[static_cast<size_t>(r)]->win[v[static_cast<size_t>(r)]->nwin - w + c]);
-      const double m = median(others), mine = v[static_cast<size_t>(arg)]->win[v[static_cast<size_t>(arg)]->nwin - w + c];
-      if (m - mine >= std::max(kMinGapNs, 0.5 * m)) {
-        ++last_in[static_cast<size_t>(arg)];
-        late_ns[static_cast<size_t>(arg)] += m - mine;
-      }
-    }
-    const int s = static_cast<int>(std::max_element(last_in.begin(), last_in.end()) - last_in.begin());
-    const double med = median(tot), mine = tot[static_cast<size_t>(s)];
-    // Persistent: last in at least 2/3 of the calls compared (3 at least), and well below the
-    // median time over all calls at the site.
-    if (w < 3 || 3 * last_in[static_cast<size_t>(s)] < 2 * static_cast<int>(w) || med - mine < 0.25 * med) continue;
-    double lost = 0;
-    for (double t : tot) lost += std::max(0.0, t - mine);
+  std::vector<SiteSamples> sites;
+  for (auto& [key, site] : by_key) {
     auto it = names.find(key);
-    found.push_back({{"rank", s},
-                     {"function", fn_name(r0->fn)},
-                     {"site", it != names.end() ? it->second : "?"},
-                     {"calls", r0->calls},
-                     {"last_in", last_in[static_cast<size_t>(s)]},
-                     {"of_last", w},
-                     {"mean_late_s", late_ns[static_cast<size_t>(s)] / last_in[static_cast<size_t>(s)] / 1e9},
-                     {"time_s", mine / 1e9},
-                     {"median_time_s", med / 1e9},
-                     {"others_lost_s", lost / 1e9}});
+    site.name = it != names.end() ? it->second : "?";
+    sites.push_back(std::move(site));
   }
-  std::sort(found.begin(), found.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-    return a["others_lost_s"].get<double>() > b["others_lost_s"].get<double>();
-  });
-  for (const nlohmann::json& f : found)
+  const StragglerResult res = find_stragglers(sites);
+  nlohmann::json found = nlohmann::json::array();
+  for (const Straggler& f : res.ranks) {
+    found.push_back({{"rank", f.rank},
+                     {"function", fn_name(f.fn)},
+                     {"site", f.site},
+                     {"calls", f.calls},
+                     {"last_in", f.last_in},
+                     {"of_last", f.of_last},
+                     {"mean_late_s", f.mean_late_s},
+                     {"time_s", f.time_s},
+                     {"median_time_s", f.median_time_s},
+                     {"others_lost_s", f.others_lost_s}});
     HIER_INFO("report", "straggler: rank %d arrived last in %d of the last %d %s at %s; the others lost %.3f s waiting for it",
-              f["rank"].get<int>(), f["last_in"].get<int>(), f["of_last"].get<int>(), f["function"].get<std::string>().c_str(),
-              f["site"].get<std::string>().c_str(), f["others_lost_s"].get<double>());
-  return nlohmann::json({{"compared_sites", compared}, {"unmatched_sites", unmatched}, {"ranks", found}}).dump();
+              f.rank, f.last_in, f.of_last, fn_name(f.fn), f.site.c_str(), f.others_lost_s);
+  }
+  return nlohmann::json({{"compared_sites", res.compared_sites}, {"unmatched_sites", res.unmatched_sites}, {"ranks", found}}).dump();
 }
 
 }  // namespace
@@ -519,7 +461,7 @@ void sites_finalize() {
     // order that is the same on every rank for sites used equally often.
     std::vector<const Site*> cand;
     for (const Site& s : g_sites)
-      if (all_wait(base_of(static_cast<Fn>(s.fn)))) cand.push_back(&s);
+      if (waits_for_all(base_of(static_cast<Fn>(s.fn)))) cand.push_back(&s);
     std::sort(cand.begin(), cand.end(), [](const Site* a, const Site* b) {
       return a->calls != b->calls ? a->calls > b->calls : a->key < b->key;
     });

@@ -85,7 +85,7 @@ def expected_files(a):
     return [f"{lib}/hier/{mpi}/libhier.so", f"bin/hier-info-{mpi}", f"bin/hier-tune-{mpi}", "bin/hier-run", "bin/hier-report",
             f"{lib}/pkgconfig/hier-{mpi}.pc", f"{lib}/cmake/hier/hier-config.cmake",
             f"{lib}/cmake/hier/hier-config-version.cmake", f"{lib}/cmake/hier/hier-{mpi}-targets.cmake",
-            "share/doc/libhier/README.md", "share/doc/libhier/docs/collectives.md",
+            "share/doc/libhier/README.md", "share/doc/libhier/docs/collectives.md", "share/doc/libhier/docs/img/hier-report-straggle.png",
             "share/libhier/examples/train_mlp.cpp"]
 
 
