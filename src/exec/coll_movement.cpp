@@ -75,7 +75,9 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   for (size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * rt.size;
   const int64_t total = std::accumulate(bytes.begin(), bytes.end(), int64_t{0});
   if (total <= 0 || total > INT_MAX) return std::nullopt;
-  auto p = prepare(coll, total, comm, 1, req != nullptr);
+  // The allgather's schedule runs in bytes; its element size is the receive type's, which the
+  // planner's cost of the quantized allgather needs (float32 and float64 values differ).
+  auto p = prepare(coll, total, comm, coll == Coll::Allgather ? static_cast<int64_t>(rt.size) : 1, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized.
   // Blocking only (a nonblocking call must return a request, which the quantized path has not).

@@ -24,7 +24,7 @@ namespace hier::exec {
 // level communicators. Uses only what every rank shares: the configuration, the arguments MPI
 // requires to be equal, the shape, the plan made from them.
 // `values`: the call's whole buffer in values; the floor is checked again here in values (the
-// allgather is planned in bytes, so the plan's floor assumed float32).
+// plan's floor is in bytes of its elem_size, which a rank's type decides).
 int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
                const model::Plan& plan, const topo::Levels& lv);
 

@@ -47,7 +47,10 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
   if (!s.cartesian || s.nlevels() != 2 || e <= 0 || B <= 0) return 0;
   const int L = s.dims[0], N = s.nnodes, P = L * N;
   const int64_t v = bytes / e;
-  const double q = m.quantize_ns_per_byte * static_cast<double>(e), dq = m.dequantize_ns_per_byte * static_cast<double>(e);
+  // ns per value: quantize, dequantize, dequantize + add
+  const QuantRates& r = m.quant(bits);
+  const double ed = static_cast<double>(e);
+  const double q = r.quantize_ns_per_byte * ed, dq = r.dequantize_ns_per_byte * ed, dqa = r.dequantize_add_ns_per_byte * ed;
   Steps st{s, m, L};
   double cpu = 0;  // values quantized / dequantized, in ns
   switch (coll) {
@@ -58,7 +61,7 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
       st.add(Kind::Alltoall, On::Cross, quant_record_bytes(Q, B, bits), {}, 1);
       st.add(Kind::Allgatherv, On::Cross, 0, std::vector<int64_t>(N, quant_record_bytes(Q, B, bits)), 1);
       st.add(Kind::Allgatherv, On::Node, 0, std::vector<int64_t>(L, S), e);
-      cpu = static_cast<double>(S) * q + static_cast<double>(N * Q) * dq + static_cast<double>(Q) * q +
+      cpu = static_cast<double>(S) * q + static_cast<double>(N * Q) * dqa + static_cast<double>(Q) * q +
             static_cast<double>(S) * dq;
       break;
     }
@@ -68,7 +71,7 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
       st.add(Kind::ReduceScatter, On::Node, 0, std::vector<int64_t>(L, N * c), e);
       st.add(Kind::Alltoall, On::Cross, quant_record_bytes(c, B, bits), {}, 1);
       cpu = static_cast<double>(v * e) * m.copy_ns_per_byte + static_cast<double>(N * c) * q +
-            static_cast<double>(N * c) * dq;
+            static_cast<double>(N * c) * dqa;
       break;
     }
     case Coll::Allgather: {
@@ -89,8 +92,7 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
   const bool reduction =
       call.coll == Coll::Allreduce || call.coll == Coll::ReduceScatter || call.coll == Coll::ReduceScatterBlock;
   if (!reduction && call.coll != Coll::Allgather) return;
-  // Allgather is planned in bytes (elem_size 1): costed as float32, its least favourable type.
-  const int64_t e = reduction ? call.elem_size : 4;
+  const int64_t e = call.elem_size;  // allgather too: the receive type's size (exec/coll_movement.cpp)
   if (e != 4 && e != 8) return void(p.quant_why = "not a float or double size");
   if (!s.cartesian || s.nlevels() != 2) return void(p.quant_why = "shape not cartesian with 2 levels");
   const int bits = mode == config::Quant::Int8 ? 8 : 4;

@@ -13,7 +13,9 @@
 // inside the node (N records of c), dequantize P x c.
 // Each communication step is costed like a schedule step on its level (model/cost.hpp's
 // step_cost, all L ranks of a node at once, plus step_overhead_ns); steps run one after the
-// other; (de)quantization at Model::quantize_ns_per_byte / dequantize_ns_per_byte of input.
+// other; (de)quantization at Model::quant(bits)'s rates (per format: quantize per byte of float
+// input; dequantize, and the fused dequantize + add, per byte of float output), each value
+// counting its e bytes (float32 or float64).
 #pragma once
 
 #include <cstdint>
@@ -35,14 +37,17 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits);
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 
 // The predicted time (ns) of the quantized schedule of `call` on a cartesian 2-level `shape`;
-// `elem_size`: bytes per value (4 or 8). 0 when the collective has no quantized schedule.
+// `elem_size`: bytes per value (4: float32, 8: float64). 0 when the collective has no quantized
+// schedule.
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,
                   int bits, int64_t block);
 
 // The planner's hook: with HIER_QUANT allowing `call.coll` and the call at least the floor, sets
 // p.quant_bits (the bits when the quantized schedule is predicted faster than the exact plan p
 // holds, or HIER_ALGO=hier forces libhier's schedules; else 0), p.quant_ns and p.quant_why.
-// Pure: only the call's sizes, the shape, the model and the configuration.
+// Pure: only the call's sizes, the shape, the model and the configuration. The values are
+// call.elem_size bytes each, for the allgather too (its exact schedule runs in bytes, but exec
+// passes the receive type's size so that doubles are costed as doubles).
 void weigh_quant(const Call& call, const topo::Shape& shape, const Model& m, const config::Config& cfg, Plan& p);
 
 }  // namespace hier::model

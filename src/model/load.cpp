@@ -89,6 +89,35 @@ void check_dtype(const json& d, const std::string& where) {
   if (d.contains("min_bytes") && !d.at("min_bytes").is_number_integer()) throw Bad{where + ".min_bytes is not an integer"};
 }
 
+// The quantization kernels' rates (docs/tune-file.md), all optional: a missing figure keeps the
+// base model's. The one-figure keys of older files (compute.quantize_ns_per_byte /
+// dequantize_ns_per_byte: "dequantize (+ add)") set both formats and both dequantizations; the
+// per-format figures of compute.quant.int8 / .int4 (hier-tune's) then override them.
+void read_quant(const json& cp, Model& m) {
+  for (int bits : {8, 4}) {
+    QuantRates& r = m.quant(bits);
+    if (cp.contains("quantize_ns_per_byte")) r.quantize_ns_per_byte = number(cp, "quantize_ns_per_byte", "compute.");
+    if (cp.contains("dequantize_ns_per_byte"))
+      r.dequantize_ns_per_byte = r.dequantize_add_ns_per_byte = number(cp, "dequantize_ns_per_byte", "compute.");
+  }
+  if (!cp.contains("quant")) return;
+  const json& q = cp.at("quant");
+  if (!q.is_object()) throw Bad{"compute.quant is not an object"};
+  if (q.contains("block")) number(q, "block", "compute.quant.", 1);  // where it was measured: not applied
+  for (int bits : {8, 4}) {
+    const char* name = bits == 8 ? "int8" : "int4";
+    if (!q.contains(name)) continue;
+    const json& f = q.at(name);
+    const std::string w = std::string("compute.quant.") + name + ".";
+    if (!f.is_object()) throw Bad{"compute.quant." + std::string(name) + " is not an object"};
+    QuantRates& r = m.quant(bits);
+    if (f.contains("quantize_ns_per_byte")) r.quantize_ns_per_byte = number(f, "quantize_ns_per_byte", w);
+    if (f.contains("dequantize_ns_per_byte")) r.dequantize_ns_per_byte = number(f, "dequantize_ns_per_byte", w);
+    if (f.contains("dequantize_add_ns_per_byte"))
+      r.dequantize_add_ns_per_byte = number(f, "dequantize_add_ns_per_byte", w);
+  }
+}
+
 void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
   Model& m = out.model;
   const json& mach = need(j, "machine", "");
@@ -115,10 +144,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
   const json& cp = need(j, "compute", "");
   m.reduce_ns_per_byte = number(cp, "reduce_ns_per_byte", "compute.");
   m.copy_ns_per_byte = number(cp, "copy_ns_per_byte", "compute.");
-  // Optional (tune files older than HIER_QUANT's costing lack them): the built-in defaults stay.
-  if (cp.contains("quantize_ns_per_byte")) m.quantize_ns_per_byte = number(cp, "quantize_ns_per_byte", "compute.");
-  if (cp.contains("dequantize_ns_per_byte"))
-    m.dequantize_ns_per_byte = number(cp, "dequantize_ns_per_byte", "compute.");
+  read_quant(cp, m);
 
   if (j.contains("flat_algorithms")) {
     const json& fa = j.at("flat_algorithms");

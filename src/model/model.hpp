@@ -55,7 +55,18 @@ struct Point {
 
 constexpr size_t kColls = static_cast<size_t>(config::Coll::Count);
 
+// The blockwise quantization kernels' speed for one format (int8 or int4), per byte of float
+// data (float32 as hier-tune measures it; a float64 value counts its 8 bytes).
+struct QuantRates {
+  double quantize_ns_per_byte = 0;        // of float input
+  double dequantize_ns_per_byte = 0;      // of float output (allgather, allreduce's way back)
+  double dequantize_add_ns_per_byte = 0;  // of the float accumulator: the fused dequantize + add
+};
+// Defaults when no file states them: the host kernels on the development machine (bench/quant,
+// block 512, 16 MiB float32: docs/tune-file.md), one figure for both formats and both
+// dequantizations, as tune files older than the per-format figures hold.
 inline constexpr double kQuantizeNsPerByte = 0.17, kDequantizeNsPerByte = 0.06;
+inline constexpr QuantRates kQuantRates{kQuantizeNsPerByte, kDequantizeNsPerByte, kDequantizeNsPerByte};
 
 struct Model {
   std::string source = "built-in";  // the file it came from
@@ -63,11 +74,9 @@ struct Model {
   int nodes = 0, ranks_per_node = 0;  // the shape it was measured on (flat_measured applies there)
   LevelParams intra, inter;
   double reduce_ns_per_byte = 0, copy_ns_per_byte = 0;
-  // Blockwise quantization (HIER_QUANT, model/cost_quant.hpp), per byte of float input: quantize,
-  // and dequantize (+ add into an accumulator). Optional in a tune file; these defaults are the
-  // host kernels' throughput on the development machine (bench/quant, block 512, 16 MiB float32:
-  // docs/tune-file.md).
-  double quantize_ns_per_byte = kQuantizeNsPerByte, dequantize_ns_per_byte = kDequantizeNsPerByte;
+  // Blockwise quantization (HIER_QUANT, model/cost_quant.hpp), per format: [0] int8, [1] int4.
+  // Optional in a tune file (compute.quant, or the older one-figure keys).
+  std::array<QuantRates, 2> quant_rates{kQuantRates, kQuantRates};
   std::array<std::vector<AlgoRule>, kColls> flat_algorithms;  // empty: the fallback per collective
   std::array<std::vector<Point>, kColls> flat_measured;       // ascending bytes
   double margin = 0.05;          // hier must be predicted this fraction faster than flat
@@ -78,6 +87,9 @@ struct Model {
   int64_t padded_agv_from = std::numeric_limits<int64_t>::max();
 
   const LevelParams& level(LevelKind k) const { return k == LevelKind::Intra ? intra : inter; }
+  // The kernels' rates for `bits` (8: int8, 4: int4).
+  const QuantRates& quant(int bits) const { return quant_rates[bits == 4 ? 1 : 0]; }
+  QuantRates& quant(int bits) { return quant_rates[bits == 4 ? 1 : 0]; }
   // The MPI's algorithm for `coll` at `bytes` (bytes as the planner counts them).
   Algo flat_algorithm(config::Coll coll, int64_t bytes) const;
 };

@@ -156,11 +156,16 @@ int64_t hier_from(const Model& m, Coll coll, const config::Config* quant) {
   if (quant) cfg.quant = quant->quant, cfg.quant_block = quant->quant_block;
   const bool reduction = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter ||
                          coll == Coll::ReduceScatterBlock;
+  // Element sizes probed: a reduction's float32; with HIER_QUANT also float64 (its quantized
+  // schedule is costed per value: fewer bytes per value across the link, a higher floor) and,
+  // for the allgather, whose exact schedule runs in bytes, both.
+  std::vector<int64_t> sizes{reduction ? 4 : 1};
+  if (quant && (reduction || coll == Coll::Allgather)) sizes = {4, 8};
   const int64_t last = coll == Coll::Barrier ? 0 : int64_t{1} << 30;
   for (int64_t b = coll == Coll::Barrier ? 0 : 64; b <= last; b *= 4) {
     for (const topo::Shape& s : probes)
-      if (const Plan p = plan({coll, b, reduction ? 4 : 1}, s, m, cfg); p.algo != Algorithm::Flat || p.quant_bits)
-        return b / 4;
+      for (int64_t e : sizes)
+        if (const Plan p = plan({coll, b, e}, s, m, cfg); p.algo != Algorithm::Flat || p.quant_bits) return b / 4;
     if (b == 0) break;
   }
   return std::numeric_limits<int64_t>::max();

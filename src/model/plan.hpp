@@ -24,7 +24,8 @@ struct Call {
   config::Coll coll = config::Coll::Allreduce;
   int64_t bytes = 0;      // allreduce/reduce/bcast: the vector; reduce_scatter/allgather(v): the whole
                           // vector; alltoall: what one rank sends; barrier: 0
-  int64_t elem_size = 1;  // bytes per unit of the schedule (the datatype's size; 1 for byte schedules)
+  int64_t elem_size = 1;  // bytes per unit of the schedule (the datatype's size; 1 for byte schedules;
+                          // allgather: the receive type's size, which only its quantized cost uses)
 };
 
 struct Plan {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks a file written by hier-tune against docs/tune-file.md (libhier-tune/2).
 usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY"""
-import json, math, sys
+import json, math, os, sys
 
 def fail(msg):
     print(f"check_tune_file: {msg}")
@@ -52,6 +52,25 @@ if expect:
         fail("planner.step_overhead_ns is not the largest busy latency")
 for k in ("reduce_ns_per_byte", "copy_ns_per_byte"):
     num(j["compute"][k], f"compute.{k}", positive=True)
+# The quantization kernels (HIER_QUANT), per format at HIER_QUANT_BLOCK (the test's environment
+# leaves it at 512): present, and plausible for a host kernel (above 100 ns per byte, 10 MB/s,
+# would be a unit or timing error), plus the one-figure keys older readers use (int8's).
+def plausible(x, where):
+    num(x, where, positive=True)
+    if x >= 100:
+        fail(f"{where} = {x!r}: not below 100 ns/byte")
+q = j["compute"].get("quant")
+if not isinstance(q, dict):
+    fail("compute.quant missing")
+if q.get("block") != int(os.environ.get("HIER_QUANT_BLOCK", "512")):
+    fail(f"compute.quant.block {q.get('block')!r}, expected HIER_QUANT_BLOCK")
+for fmt in ("int8", "int4"):
+    for k in ("quantize_ns_per_byte", "dequantize_ns_per_byte", "dequantize_add_ns_per_byte"):
+        plausible(q.get(fmt, {}).get(k), f"compute.quant.{fmt}.{k}")
+for k, src in (("quantize_ns_per_byte", "quantize_ns_per_byte"), ("dequantize_ns_per_byte", "dequantize_add_ns_per_byte")):
+    plausible(j["compute"].get(k), f"compute.{k}")
+    if j["compute"][k] != q["int8"][src]:
+        fail(f"compute.{k} is not compute.quant.int8.{src}")
 for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
     pts = j["flat_measured"][coll]
     if len(pts) < 2:

@@ -80,8 +80,7 @@ TEST(Model, TwoLevelAllreduceByHand) {
 //   1024 + dequantize 4096 x 0.5: 36776.
 model::Model quant_model() {
   model::Model m = simple();
-  m.quantize_ns_per_byte = 0.25;
-  m.dequantize_ns_per_byte = 0.125;
+  m.quant_rates.fill({0.25, 0.125, 0.125});
   return m;
 }
 
@@ -98,6 +97,46 @@ TEST(ModelQuant, CostsByHand) {
   model::Model o = m;
   o.step_overhead_ns = 100;
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, o, 8, 512), 88880.0 + 400);
+}
+
+// Per format and per kind of dequantization (quant_model() otherwise): int8 {quantize 0.25,
+// dequantize 0.125, dequantize-add 0.25}, int4 {0.5, 0.25, 0.375} ns/B; 2 x 2 ranks, 4096 floats.
+// Reduce_scatter_block int8: 13288 + 30640 as above, quantize 2048 x 1 + dequantize-add 2048 x 1:
+//   48024 (the plain dequantize does not enter). Allgather int8: dequantize only: 36776 as above.
+// Allreduce int4: records of Q = 1024 values are 2 x (4 + 256) = 520 B: all-to-all and
+//   allgatherv across 10000 + 520 x 20 = 20400 each; node steps 13288 + 9192; quantize
+//   S + Q = 3072 x 2 = 6144, dequantize-add N x Q = 2048 x 1.5 = 3072, dequantize S = 2048 x 1.
+TEST(ModelQuant, RatesPerFormatAndKind) {
+  model::Model m = quant_model();
+  m.quant(8) = {0.25, 0.125, 0.25};
+  m.quant(4) = {0.5, 0.25, 0.375};
+  const topo::Shape s = model::two_level(2, 2);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::ReduceScatterBlock, 16384, 4, s, m, 8, 512), 48024.0);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 16384, 4, s, m, 8, 512), 36776.0);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 4, 512),
+                   13288.0 + 20400 + 20400 + 9192 + 6144 + 3072 + 2048);
+}
+
+// The allgather costed by its element size (it was float32 whatever the type). 16384 B of
+// float64 on 2 x 2 ranks: c = 512 doubles per rank, one record of 4 + 512 = 516 B; across
+// 10000 + 516 x 20 = 20320, in the node 2 x 516 B: 1000 + 1032 = 2032; quantize 512 values x 2 ns
+// (0.25 ns/B x 8 B) = 1024, dequantize 2048 values x 1 ns = 2048: 25424 (float32: 36776).
+TEST(ModelQuant, AllgatherCostsItsElementSize) {
+  const model::Model m = quant_model();
+  const topo::Shape s = model::two_level(2, 2);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 16384, 8, s, m, 8, 512), 25424.0);
+  config::Config cfg;
+  cfg.quant[static_cast<size_t>(Coll::Allgather)] = config::Quant::Int8;
+  cfg.algo[static_cast<size_t>(Coll::Allgather)] = config::Algo::Hier;
+  EXPECT_DOUBLE_EQ(model::plan({Coll::Allgather, 16384, 8}, s, m, cfg).quant_ns, 25424.0);
+  EXPECT_DOUBLE_EQ(model::plan({Coll::Allgather, 16384, 4}, s, m, cfg).quant_ns, 36776.0);
+  // The floor in values of the type: 512 x 4 doubles are 16384 B, one double less stays exact.
+  EXPECT_EQ(model::plan({Coll::Allgather, 16384 - 8, 8}, s, m, cfg).quant_bits, 0);
+  EXPECT_EQ(model::plan({Coll::Allgather, 16384 - 8, 4}, s, m, cfg).quant_bits, 8);
+  // 16-bit and other sizes have no kernels: exact.
+  model::Plan p = model::plan({Coll::Allgather, 1 * MiB, 2}, s, m, cfg);
+  EXPECT_EQ(p.quant_bits, 0);
+  EXPECT_NE(model::describe(p).find("not a float or double size"), std::string::npos) << model::describe(p);
 }
 
 TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
@@ -120,7 +159,7 @@ TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
   EXPECT_NE(model::describe(p).find("int8 chosen"), std::string::npos) << model::describe(p);
   // Slow (de)quantization: the exact plan stays, its time still reported.
   model::Model slow = m;
-  slow.quantize_ns_per_byte = slow.dequantize_ns_per_byte = 1000;
+  slow.quant_rates.fill({1000, 1000, 1000});
   p = model::plan({Coll::Allreduce, 1 * MiB, 4}, s, slow, cfg);
   EXPECT_EQ(p.quant_bits, 0);
   EXPECT_GT(p.quant_ns, p.algo == Algorithm::Flat ? p.flat_ns : p.hier_ns);
@@ -145,7 +184,7 @@ TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
   // int4 and the other collectives.
   cfg.quant.fill(config::Quant::Int4);
   EXPECT_EQ(model::plan({Coll::ReduceScatterBlock, 1 * MiB, 4}, s, m, cfg).quant_bits, 4);
-  EXPECT_EQ(model::plan({Coll::Allgather, 1 * MiB, 1}, s, m, cfg).quant_bits, 4);
+  EXPECT_EQ(model::plan({Coll::Allgather, 1 * MiB, 4}, s, m, cfg).quant_bits, 4);
   EXPECT_EQ(model::plan({Coll::Bcast, 1 * MiB, 1}, s, m, cfg).quant_bits, 0);
 }
 
@@ -295,6 +334,51 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
   const model::TuneFile none = model::load("/nonexistent/tune.json", model::Family::OpenMPI, {});
   EXPECT_NE(none.warning.find("cannot read the file"), std::string::npos);
   EXPECT_TRUE(model::load("", model::Family::OpenMPI, {}).warning.empty());
+}
+
+// The quantization rates: the one-figure keys of older files set both formats and both
+// dequantizations; compute.quant's per-format figures (hier-tune's) override them key by key;
+// missing ones keep the base model's.
+TEST(ModelLoad, QuantRatesOldAndPerFormat) {
+  const model::Model& b = model::builtin(model::Family::OpenMPI);
+  const auto with_compute = [](const std::string& extra) {
+    std::string t = v2();
+    const std::string key = R"("copy_ns_per_byte":0.1)";
+    t.replace(t.find(key), key.size(), key + extra);
+    return t;
+  };
+  model::TuneFile t;
+  std::string err;
+  ASSERT_TRUE(model::parse(v2(), model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  for (int bits : {8, 4}) {
+    EXPECT_DOUBLE_EQ(t.model.quant(bits).quantize_ns_per_byte, b.quant(bits).quantize_ns_per_byte);
+    EXPECT_DOUBLE_EQ(t.model.quant(bits).dequantize_add_ns_per_byte, b.quant(bits).dequantize_add_ns_per_byte);
+  }
+  ASSERT_TRUE(model::parse(with_compute(R"(,"quantize_ns_per_byte":0.3,"dequantize_ns_per_byte":0.07)"),
+                           model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  for (int bits : {8, 4}) {
+    EXPECT_DOUBLE_EQ(t.model.quant(bits).quantize_ns_per_byte, 0.3);
+    EXPECT_DOUBLE_EQ(t.model.quant(bits).dequantize_ns_per_byte, 0.07);
+    EXPECT_DOUBLE_EQ(t.model.quant(bits).dequantize_add_ns_per_byte, 0.07);
+  }
+  ASSERT_TRUE(model::parse(with_compute(R"(,"quantize_ns_per_byte":0.3,"dequantize_ns_per_byte":0.07,
+      "quant":{"block":512,"int8":{"quantize_ns_per_byte":0.2,"dequantize_ns_per_byte":0.1,"dequantize_add_ns_per_byte":0.05},
+               "int4":{"dequantize_add_ns_per_byte":0.08}})"),
+                           model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  EXPECT_DOUBLE_EQ(t.model.quant(8).quantize_ns_per_byte, 0.2);
+  EXPECT_DOUBLE_EQ(t.model.quant(8).dequantize_ns_per_byte, 0.1);
+  EXPECT_DOUBLE_EQ(t.model.quant(8).dequantize_add_ns_per_byte, 0.05);
+  EXPECT_DOUBLE_EQ(t.model.quant(4).quantize_ns_per_byte, 0.3);
+  EXPECT_DOUBLE_EQ(t.model.quant(4).dequantize_ns_per_byte, 0.07);
+  EXPECT_DOUBLE_EQ(t.model.quant(4).dequantize_add_ns_per_byte, 0.08);
+  // Errors: one line each.
+  EXPECT_FALSE(model::parse(with_compute(R"(,"quant":{"int4":{"quantize_ns_per_byte":-1}})"), model::Family::OpenMPI,
+                            {2, 4}, b, t, err));
+  EXPECT_NE(err.find("compute.quant.int4.quantize_ns_per_byte = -1"), std::string::npos) << err;
+  EXPECT_FALSE(model::parse(with_compute(R"(,"quant":[1])"), model::Family::OpenMPI, {2, 4}, b, t, err));
+  EXPECT_NE(err.find("compute.quant is not an object"), std::string::npos) << err;
+  EXPECT_FALSE(model::parse(with_compute(R"(,"quant":{"int8":"fast"})"), model::Family::OpenMPI, {2, 4}, b, t, err));
+  EXPECT_NE(err.find("compute.quant.int8 is not an object"), std::string::npos) << err;
 }
 
 // hier-tune on one node measures no link: its file states levels.intra only, and the inter level

@@ -12,7 +12,9 @@
 //    sending to one member of node 1 at once. Omitted (and said) when the job has one node.
 //  - planner.step_overhead_ns: one wake-up of every member per level step, the larger busy
 //    latency of the levels.
-//  - compute: MPI_Reduce_local (MPI_FLOAT, MPI_SUM) and memcpy, per byte.
+//  - compute: MPI_Reduce_local (MPI_FLOAT, MPI_SUM) and memcpy, per byte; the quantization
+//    kernels (HIER_QUANT) at HIER_QUANT_BLOCK, int8 and int4: quantize, dequantize and the fused
+//    dequantize + add, per byte of float32 data (compute.quant; under a second in all).
 //  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
@@ -35,9 +37,11 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "dtype/canon.hpp"
 #include "dtype/engine.hpp"
 #include "dtype/tune.hpp"
+#include "quant/quant.hpp"
 
 namespace {
 
@@ -333,7 +337,44 @@ json measure_flat(const Shape& s, bool quick) {
   return out;
 }
 
-json measure_compute(bool quick) {
+// The host quantization kernels (src/quant, what the quantized collectives run) on `bytes` of
+// float32 in blocks of `block` values, for int8 and int4: quantize, dequantize and the fused
+// dequantize + add, each per byte of float data (model::QuantRates). Float32 only: the model
+// counts a float64 value as its 8 bytes at the same rates.
+json measure_quant(int64_t bytes, int64_t block) {
+  const int64_t n = bytes / 4;
+  // Gradient-like data: signs and magnitudes vary inside a block and from block to block (the
+  // kernels are branch-free, but a constant block would hide nothing either way).
+  std::vector<float> x(static_cast<size_t>(n)), out(static_cast<size_t>(n)), acc(static_cast<size_t>(n), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    x[static_cast<size_t>(i)] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * (1 + (i / block) % 13));
+  std::vector<unsigned char> rec(static_cast<size_t>(hier::quant::quantized_bytes(n, block, 8)));
+  json per = json::object();
+  for (int bits : {8, 4}) {
+    const double q = seconds([&] {
+      hier::quant::quantize(x.data(), n, block, bits, rec.data());
+      asm volatile("" ::"r"(rec.data()) : "memory");
+    });
+    const double dq = seconds([&] {
+      hier::quant::dequantize(rec.data(), n, block, bits, out.data());
+      asm volatile("" ::"r"(out.data()) : "memory");
+    });
+    // (the accumulator grows by one value per call: finite for any number of repetitions)
+    const double dqa = seconds([&] {
+      hier::quant::dequantize_add(rec.data(), n, block, bits, acc.data());
+      asm volatile("" ::"r"(acc.data()) : "memory");
+    });
+    const double b = static_cast<double>(bytes);
+    per[bits == 8 ? "int8" : "int4"] = {{"quantize_ns_per_byte", 1e9 * q / b},
+                                        {"dequantize_ns_per_byte", 1e9 * dq / b},
+                                        {"dequantize_add_ns_per_byte", 1e9 * dqa / b}};
+  }
+  json j = {{"block", block}, {"bytes", bytes}};
+  j.update(per);
+  return j;
+}
+
+json measure_compute(bool quick, int64_t quant_block) {
   const int64_t n = quick ? (1 << 20) : (4 << 20);
   std::vector<float> x(n / 4, 1.0f), y(n / 4, 2.0f);
   std::vector<char> c(n, 1), d(n);
@@ -342,7 +383,13 @@ json measure_compute(bool quick) {
     std::memcpy(d.data(), c.data(), static_cast<size_t>(n));
     asm volatile("" ::"r"(d.data()) : "memory");
   });
-  return {{"reduce_ns_per_byte", 1e9 * red / n}, {"copy_ns_per_byte", 1e9 * cp / n}};
+  json j = {{"reduce_ns_per_byte", 1e9 * red / n}, {"copy_ns_per_byte", 1e9 * cp / n}};
+  j["quant"] = measure_quant(n, quant_block);
+  // The one-figure keys of older files too (int8's quantize and dequantize + add, which such a
+  // reader applies to both formats and both dequantizations), for readers without compute.quant.
+  j["quantize_ns_per_byte"] = j["quant"]["int8"]["quantize_ns_per_byte"];
+  j["dequantize_ns_per_byte"] = j["quant"]["int8"]["dequantize_add_ns_per_byte"];
+  return j;
 }
 
 // The datatype engine's model (libhier-tune/1's "p2p" object).
@@ -459,6 +506,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The quantization block the kernels are timed at: HIER_QUANT_BLOCK as libhier reads it (an
+  // invalid value: libhier's one line, and its default, which libhier would run with too).
+  for (const std::string& e : hier::config::process_config().errors)
+    if (e.rfind("HIER_QUANT_BLOCK=", 0) == 0 && rank == 0) std::fprintf(stderr, "hier-tune: warning: %s\n", e.c_str());
+  const int64_t quant_block = hier::config::get().quant_block;
   // Check the output file first, so that a bad path costs no measurement.
   int writable = 1;
   if (rank == 0 && !out.empty()) {
@@ -517,7 +569,7 @@ int main(int argc, char** argv) {
   // one busy latency per level step; bench/RESULTS.md, "Model validation").
   double step_overhead = 0;
   for (const auto& [name, lv] : levels.items()) step_overhead = std::max(step_overhead, lv.value("busy_latency_ns", 0.0));
-  const json compute = measure_compute(quick);  // every rank measures; rank 0's figures are kept
+  const json compute = measure_compute(quick, quant_block);  // every rank measures; rank 0's figures are kept
   const json flat = measure_flat(s, quick);
   const json dtype = measure_dtype(rank, size, quick);
 
