@@ -14,6 +14,7 @@
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
 #include "exec/request.hpp"
+#include "util/inject.hpp"
 
 namespace hier::core {
 
@@ -48,23 +49,31 @@ std::optional<int> sendrecv(const void* sbuf, N scount, MPI_Datatype stype, int 
 // (MPI defines MPI_Send as MPI_Isend + MPI_Wait, and so on): a rank blocked in MPI_Recv until a
 // peer's MPI_Wait on a collective returns must still issue its own next level steps for it, as
 // the MPI alone would progress its own collective there (docs/nonblocking.md, "Progress").
+//
+// The nonblocking form itself: dtype/p2p's packed call when the datatype needs it (`packed`),
+// else PMPI's: `plain` for int counts, `large` (its MPI 4 _c form) for MPI_Count. peer: the
+// destination or the source.
+template <class Packed, class Plain, class Large, class Buf, class N>
+int start_nonblocking(Packed packed, Plain plain, [[maybe_unused]] Large large, Buf buf, N count, MPI_Datatype t,
+                      int peer, int tag, MPI_Comm comm, MPI_Request* r) {
+  if (auto rc = packed(buf, count, t, peer, tag, comm, r)) return *rc;
+  if constexpr (std::is_same_v<N, int>) return plain(buf, count, t, peer, tag, comm, r);
+  else return large(buf, count, t, peer, tag, comm, r);
+}
+#if MPI_VERSION >= 4
+inline constexpr auto kPmpiIsendLarge = PMPI_Isend_c;
+inline constexpr auto kPmpiIrecvLarge = PMPI_Irecv_c;
+#else  // before MPI 4 no call has MPI_Count counts: never used
+inline constexpr auto kPmpiIsendLarge = PMPI_Isend;
+inline constexpr auto kPmpiIrecvLarge = PMPI_Irecv;
+#endif
 template <class N>
 int isend_any(const void* buf, N count, MPI_Datatype t, int dest, int tag, MPI_Comm comm, MPI_Request* r) {
-  if (auto rc = isend(buf, count, t, dest, tag, comm, r)) return *rc;
-#if MPI_VERSION >= 4
-  if constexpr (!std::is_same_v<N, int>) return PMPI_Isend_c(buf, count, t, dest, tag, comm, r);
-  else
-#endif
-    return PMPI_Isend(buf, count, t, dest, tag, comm, r);
+  return start_nonblocking(isend<N>, PMPI_Isend, kPmpiIsendLarge, buf, count, t, dest, tag, comm, r);
 }
 template <class N>
 int irecv_any(void* buf, N count, MPI_Datatype t, int source, int tag, MPI_Comm comm, MPI_Request* r) {
-  if (auto rc = irecv(buf, count, t, source, tag, comm, r)) return *rc;
-#if MPI_VERSION >= 4
-  if constexpr (!std::is_same_v<N, int>) return PMPI_Irecv_c(buf, count, t, source, tag, comm, r);
-  else
-#endif
-    return PMPI_Irecv(buf, count, t, source, tag, comm, r);
+  return start_nonblocking(irecv<N>, PMPI_Irecv, kPmpiIrecvLarge, buf, count, t, source, tag, comm, r);
 }
 template <class N>
 int send_progressing(const void* buf, N count, MPI_Datatype t, int dest, int tag, MPI_Comm comm) {
@@ -112,7 +121,9 @@ inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too
   if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Probe) {
-    if (exec::calls_must_progress()) {
+    // Test-only "p2p_progress" (util/inject.hpp) removes the loop, to show that the test of it
+    // (nonblocking.stall) stalls without it; asked only while requests are outstanding.
+    if (exec::calls_must_progress() && !util::injected_failure("p2p_progress")) {
       int rc = MPI_SUCCESS;
       if constexpr (B == Fn::Send) rc = p2p_detail::send_progressing(args...);
       else if constexpr (B == Fn::Recv) rc = p2p_detail::recv_progressing(args...);

@@ -19,6 +19,7 @@
 
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
+#include "diag/ranks_text.hpp"
 #include "diag/straggler.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
@@ -288,19 +289,6 @@ int sites_to_send(int size) {
   const size_t per_rank = kRootBudget / static_cast<size_t>(std::max(size, 1));
   if (per_rank <= sizeof(Header)) return 0;
   return static_cast<int>(std::min<size_t>(kMaxSendSites, (per_rank - sizeof(Header)) / sizeof(SiteRec)));
-}
-
-std::string ranks_text(const std::vector<int>& w) {
-  std::string s;
-  for (size_t i = 0; i < w.size();) {
-    size_t j = i;
-    while (j + 1 < w.size() && w[j + 1] == w[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(w[i]);
-    if (j > i) s += "-" + std::to_string(w[j]);
-    i = j + 1;
-  }
-  return s;
 }
 
 std::string sig_text(uint64_t sig) {

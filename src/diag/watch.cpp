@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "diag/log.hpp"
+#include "diag/ranks_text.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
 #include "util/strings.hpp"
@@ -463,19 +464,6 @@ std::string sig_text(const std::string& fn, long long count, int root) {
   std::string s = fn + "(count " + std::to_string(count);
   if (root >= 0) s += ", root " + std::to_string(root);
   return s + ")";
-}
-
-std::string ranks_text(const std::vector<int>& w) {
-  std::string s;
-  for (size_t i = 0; i < w.size();) {
-    size_t j = i;
-    while (j + 1 < w.size() && w[j + 1] == w[j] + 1) ++j;
-    if (!s.empty()) s += ",";
-    s += std::to_string(w[i]);
-    if (j > i) s += "-" + std::to_string(w[j]);
-    i = j + 1;
-  }
-  return s;
 }
 
 // A collective of this rank has waited past the limit: ask every member where it is. The lowest

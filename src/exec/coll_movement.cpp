@@ -3,6 +3,7 @@
 // others are packed/unpacked with PMPI_Pack/Unpack). Decisions use byte counts only, which the
 // MPI standard makes equal on every rank, never a rank's own datatype.
 #include <climits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -58,6 +59,22 @@ std::optional<Memory> memory(Prepared& p, int64_t scratch, int64_t staging) {
   return Memory{m, m + scratch};
 }
 
+// A nonblocking call's request on schedule `sp` with send type `st` and receive type `rt`: it
+// owns copies of both (the Binding and the blocks refer to them), each held until completion,
+// since the program may free its datatypes right after the call.
+std::unique_ptr<CollRequest> typed_request(Coll coll, const Prepared& p, std::shared_ptr<const sched::Schedule> sp,
+                                           const TypeInfo& st, const TypeInfo& rt) {
+  auto r = std::make_unique<CollRequest>();
+  r->coll = coll;
+  r->ctx = p.ctx;
+  r->sched = std::move(sp);
+  r->st = st;
+  r->t = rt;
+  hold_type(*r, r->st);
+  hold_type(*r, r->t);
+  return r;
+}
+
 int comm_size(MPI_Comm comm) {
   int inter = 0, size = 0;
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
@@ -107,14 +124,7 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   const int64_t scount = in_place ? counts[rank] : sendcount;
   if (!st.ok || scount * st.size != bytes[rank]) return std::nullopt;  // PMPI reports the mismatch
   if (req) {  // nonblocking: the request owns the types, counts, blocks and memory
-    auto r = std::make_unique<CollRequest>();
-    r->coll = coll;
-    r->ctx = p->ctx;
-    r->sched = sp;
-    r->st = st;
-    r->t = rt;
-    hold_type(*r, r->st);
-    hold_type(*r, r->t);
+    auto r = typed_request(coll, *p, sp, st, rt);
     r->counts = counts;
     if (displs) r->displs = *displs;
     char* m = request_scratch(*r, s.scratch + (st.dense ? 0 : bytes[rank]), nullptr);
@@ -277,14 +287,7 @@ std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   const char* send = in_place ? static_cast<const char*>(recvbuf) : static_cast<const char*>(sendbuf);
   if (req) {  // nonblocking: the request owns the types, blocks and memory. In place is safe:
               // every block is loaded (the schedule's first steps) before any is stored.
-    auto r = std::make_unique<CollRequest>();
-    r->coll = Coll::Alltoall;
-    r->ctx = p->ctx;
-    r->sched = sp;
-    r->st = st;
-    r->t = rt;
-    hold_type(*r, r->st);
-    hold_type(*r, r->t);
+    auto r = typed_request(Coll::Alltoall, *p, sp, st, rt);
     char* m = request_scratch(*r, s.scratch, nullptr);
     if (!m) return MPI_ERR_NO_MEM;
     auto blocks = std::make_unique<UserBlocks>(send, scount * st.extent, r->st, static_cast<char*>(recvbuf), r->t,

@@ -10,7 +10,9 @@ extern "C" __attribute__((weak, visibility("default"))) int hier_test_inject(con
 namespace hier::util {
 
 // Whether the test asks `point` ("levels", "plan", "scratch"; "run": a schedule's run returns an
-// error) to fail on this rank now. The hook may also throw, to test the wrappers' catch.
+// error; "p2p_progress": a blocking point-to-point call does not advance the outstanding
+// nonblocking collectives, to show that their test stalls without it) to fail on this rank now.
+// The hook may also throw, to test the wrappers' catch.
 inline bool injected_failure(const char* point) { return hier_test_inject != nullptr && hier_test_inject(point) != 0; }
 
 }  // namespace hier::util

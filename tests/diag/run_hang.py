@@ -16,26 +16,14 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 
+from common import fail, site_line
+
 LIMIT = 2.0
 NP = 4
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def site_line(src, marker):
-    with open(src) as f:
-        for i, line in enumerate(f, 1):
-            if f"SITE:{marker} " in line:
-                return f"hang.c:{i}"
-    fail(f"no SITE:{marker} in {src}")
 
 
 def strip_genv(cmd, name):

@@ -22,20 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+from common import fail, site_line
+
 NP = 2
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def site_line(src, marker):
-    with open(src) as f:
-        for i, line in enumerate(f, 1):
-            if f"/* SITE:{marker} */" in line:
-                return f"{os.path.basename(src)}:{i}"
-    fail(f"no SITE:{marker} in {src}")
 
 
 def main():

@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -484,62 +486,87 @@ TEST(Ibarrier, NoRankLeavesEarly) {
   }
 }
 
+// The hang guard of the stall cases below: SIGALRM after NB_STALL_S seconds (60 by default)
+// ends the rank with a line naming the case, so that a hang fails the test, and so that
+// nonblocking.stall.* (the same cases with libhier's progress loop removed) can tell the stall
+// it expects from any other failure.
+char g_stall_line[128];
+size_t g_stall_len = 0;
+void on_stall_alarm(int) {
+  const ssize_t n = write(STDERR_FILENO, g_stall_line, g_stall_len);
+  (void)n;
+  _exit(3);
+}
+void arm_stall_guard(int rank, const char* stall_case) {
+  const char* env = std::getenv("NB_STALL_S");
+  const int secs = env && std::atoi(env) > 0 ? std::atoi(env) : 60;
+  std::snprintf(g_stall_line, sizeof g_stall_line, "[rank %d] the %s case stalled: no progress in %d s\n", rank,
+                stall_case, secs);
+  g_stall_len = std::strlen(g_stall_line);
+  std::signal(SIGALRM, on_stall_alarm);
+  alarm(static_cast<unsigned>(secs));
+}
+
 // The stall case of docs/nonblocking.md: a rank blocks in a point-to-point call that needs a
 // peer which first waits for a hierarchical nonblocking collective. The MPI alone progresses
 // its collectives inside any blocking call, so this program is correct; libhier must advance
 // its request there too, or the peer's MPI_Wait never returns. Rank 1 starts late, so rank 0
 // is surely blocked before the collective's first level step can complete. A hang fails the
-// test by SIGALRM.
-TEST(Nonblocking, BlockingPointToPointProgresses) {
+// test by the guard. One instance per blocking call (the parameter), named after it.
+const char* const kBlockingCalls[] = {"MPI_Recv", "MPI_Probe", "MPI_Send", "MPI_Sendrecv"};
+class BlockingPointToPoint : public testing::TestWithParam<int> {};
+
+TEST_P(BlockingPointToPoint, Progresses) {
   MPI_Comm c = MPI_COMM_WORLD;
   const int rank = rank_of(c);
-  const char* modes[] = {"MPI_Recv", "MPI_Probe", "MPI_Send", "MPI_Sendrecv"};
+  const int mode = GetParam();
+  const char* call = kBlockingCalls[mode];
   std::vector<int> msg(300000), back(300000);  // beyond the eager limits: MPI_Send blocks
-  for (int mode = 0; mode < 4; ++mode) {
-    PMPI_Barrier(c);
-    alarm(60);
-    auto a = make_kind(0, c, 30);  // iallreduce of 33000 ints: several level steps in sequence
-    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    MPI_Request r = MPI_REQUEST_NULL;
-    ASSERT_EQ(a->start(&r), MPI_SUCCESS);
-    if (rank == 0) {
-      MPI_Status st;
-      switch (mode) {
-        case 0: ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 1, 9, c, &st), MPI_SUCCESS); break;
-        case 1:
-          ASSERT_EQ(MPI_Probe(1, 9, c, &st), MPI_SUCCESS);
-          EXPECT_EQ(st.MPI_SOURCE, 1);
-          ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 1, 9, c, &st), MPI_SUCCESS);
-          break;
-        case 2: ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 1, 9, c), MPI_SUCCESS); break;
-        case 3:
-          ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 1, 9, back.data(), 300000, MPI_INT, 1, 9, c, &st),
-                    MPI_SUCCESS);
-          break;
-      }
-      if (mode != 2) {
-        int n = -1;
-        MPI_Get_count(&st, MPI_INT, &n);
-        EXPECT_EQ(n, 300000) << modes[mode];
-        EXPECT_EQ(back[299999], 1 + mode) << modes[mode];
-      }
-      ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
-    } else {
-      ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
-      if (rank == 1) {
-        std::fill(msg.begin(), msg.end(), 1 + mode);
-        if (mode == 2) ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 0, 9, c, MPI_STATUS_IGNORE), MPI_SUCCESS);
-        else if (mode == 3)
-          ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 0, 9, back.data(), 300000, MPI_INT, 0, 9, c,
-                                 MPI_STATUS_IGNORE), MPI_SUCCESS);
-        else ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 0, 9, c), MPI_SUCCESS);
-      }
+  PMPI_Barrier(c);
+  arm_stall_guard(rank, call);
+  auto a = make_kind(0, c, 30);  // iallreduce of 33000 ints: several level steps in sequence
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  MPI_Request r = MPI_REQUEST_NULL;
+  ASSERT_EQ(a->start(&r), MPI_SUCCESS);
+  if (rank == 0) {
+    MPI_Status st;
+    switch (mode) {
+      case 0: ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 1, 9, c, &st), MPI_SUCCESS); break;
+      case 1:
+        ASSERT_EQ(MPI_Probe(1, 9, c, &st), MPI_SUCCESS);
+        EXPECT_EQ(st.MPI_SOURCE, 1);
+        ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 1, 9, c, &st), MPI_SUCCESS);
+        break;
+      case 2: ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 1, 9, c), MPI_SUCCESS); break;
+      case 3:
+        ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 1, 9, back.data(), 300000, MPI_INT, 1, 9, c, &st),
+                  MPI_SUCCESS);
+        break;
     }
-    alarm(0);
-    a->reference();
-    check(*a, c);
+    if (mode != 2) {
+      int n = -1;
+      MPI_Get_count(&st, MPI_INT, &n);
+      EXPECT_EQ(n, 300000) << call;
+      EXPECT_EQ(back[299999], 1 + mode) << call;
+    }
+    ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  } else {
+    ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    if (rank == 1) {
+      std::fill(msg.begin(), msg.end(), 1 + mode);
+      if (mode == 2) ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 0, 9, c, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      else if (mode == 3)
+        ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 0, 9, back.data(), 300000, MPI_INT, 0, 9, c,
+                               MPI_STATUS_IGNORE), MPI_SUCCESS);
+      else ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 0, 9, c), MPI_SUCCESS);
+    }
   }
+  alarm(0);
+  a->reference();
+  check(*a, c);
 }
+INSTANTIATE_TEST_SUITE_P(Nonblocking, BlockingPointToPoint, testing::Range(0, 4),
+                         [](const testing::TestParamInfo<int>& i) { return std::string(kBlockingCalls[i.param]); });
 
 #if MPI_VERSION >= 4
 // Persistent collectives (MPICH 4.0), the 9 libhier runs: each made once, started 100 times with new data in the
