@@ -15,7 +15,7 @@ for path in glob.glob(os.path.join(raw, "*.csv")):
             continue
         data.setdefault((mpi, row["collective"], int(row["bytes"]), variant), []).append(float(row["median_us"]))
 print(f"\nCommand: `{cmd}`; load at the end: {open(os.path.join(raw, 'load.txt')).read().strip()}\n")
-name = lambda c: c if c == "default" else f"chunk {c}"  # default: libhier with no HIER_* set
+name = lambda c: c if c in ("default", "tuned") else f"chunk {c}"  # default: no HIER_* set; tuned: HIER_TUNE_FILE
 print("| MPI | collective | bytes | MPI alone ms | " + " | ".join(f"{name(c)} ms" for c in chunks) + " | " +
       " | ".join(f"MPI/{name(c)}" for c in chunks) + " |")
 print("|---|---|---:|---:|" + "---:|" * (2 * len(chunks)))
