@@ -1,37 +1,17 @@
-// Quantized hierarchical collectives (ZeRO++ qgZ / qwZ idea; docs/quantization.md) on a
-// cartesian 2-level shape of N nodes of L ranks, blocks of B values (quant/format.hpp).
-// Allreduce:
-//  1. exact reduce-scatter inside the node (PMPI_Reduce_scatter on levels.node), the shards cut
-//     at block boundaries: my shard;
-//  2. across nodes (levels.cross, rank = node index): the shard quantized once and cut into N
-//     block-aligned pieces; piece j goes to cross rank j (PMPI_Alltoallv of the records); the N
-//     received copies of my piece are dequantized and summed in one fixed order, node 0..N-1,
-//     into a zeroed accumulator of the input type: my reduced piece;
-//  3. the reduced piece quantized once, the records allgathered across nodes (PMPI_Allgatherv),
-//     and every rank, the owner included, dequantizes all N pieces into its shard of the result;
-//  4. exact allgather of the shards inside the node (PMPI_Allgatherv on levels.node).
-// Every value of the result comes from the same records through the same kernel on every rank:
-// the same bits everywhere. Error per element (docs/collectives.md): at most
-// (sum over nodes of the scales of the piece's block)/2 from step 2, plus (scale of the reduced
-// block)/2 from step 3, plus float rounding of the sums. A NaN or Inf in a block gives it a NaN
-// scale (quant/format.hpp), which the sum and the requantization carry: the whole block of B
-// values becomes NaN on every rank (Inf -> NaN, NaN stays NaN), never a number.
-//
-// Reduce_scatter(_block) (qgZ): the input permuted so that local index l's pieces (those of the
-// ranks (m, l), m = 0..N-1) are contiguous, an exact reduce-scatter inside the node, each of
-// the N pieces quantized once, an all-to-all across nodes, and the N copies of my piece summed
-// in node order 0..N-1 straight into recvbuf. One quantization per element: the error is at
-// most (sum over nodes of the scales of its block)/2.
-// Allgather (qwZ): my block quantized once, its records allgathered across nodes, then the
-// node's bundles allgathered inside the node (the records move unchanged: no requantization),
-// and every rank, the source included, dequantizes all P records: the same bits everywhere,
-// error at most (scale of the block)/2.
-// Error feedback (HIER_QUANT_FEEDBACK) and the check (HIER_QUANT_CHECK): see quant_site below.
-//
-// Memory: the records, the accumulator and the shard live in the context's scratch, and the
-// buffers of the direct level steps in ctx->tmp[0], reserved at the schedule-cache miss and
-// agreed on (exec::schedule): nothing large is allocated once the ranks depend on each other
-// (the count arrays, L and N ints, are made per call, as the executor's level steps do).
+// Quantized hierarchical collectives (ZeRO++ qgZ / qwZ idea; docs/quantization.md): the entry
+// points of MPI_Allreduce, MPI_Reduce_scatter(_block) and MPI_Allgather under HIER_QUANT. The
+// algorithms are schedules (sched/build_quant.cpp: Quantize, Alltoallv of records,
+// DequantizeReduce in one fixed node order, Dequantize, ...), run by the executor
+// (exec/executor.cpp) like every other schedule and printed by HIER_DEBUG=TRACE at the
+// schedule-cache miss. Here: the decision (from the type signature and what every rank shares),
+// the schedule key, the memory reserved and agreed on at the miss (scratch values, records, the
+// direct level steps' buffers, the check's copies: nothing large is allocated once the ranks
+// depend on each other), error feedback (HIER_QUANT_FEEDBACK: the call site's residual, bound to
+// the run), the check (HIER_QUANT_CHECK) and the report's "quantization" section.
+// Error per element (docs/quantization.md): allreduce at most (sum over nodes of the scales of
+// the piece's block)/2 plus (scale of the reduced block)/2 plus float rounding of the sums;
+// reduce-scatter the first term; allgather (scale of the block)/2. A NaN or Inf in a block
+// gives it a NaN scale (quant/format.hpp): the whole block becomes NaN on every rank.
 #include "exec/coll_quant.hpp"
 
 #include <algorithm>
@@ -53,6 +33,7 @@
 #include "diag/log.hpp"
 #include "exec/direct.hpp"
 #include "exec/executor.hpp"
+#include "sched/build.hpp"
 #include "dtype/signature.hpp"
 #include "quant/quant.hpp"
 
@@ -69,10 +50,6 @@ thread_local diag::AlgoTag g_tag = diag::AlgoTag::Hier;
 int64_t kb() { return config::get().quant_block; }
 
 int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
-
-// Block range [first, first + n) cut into `parts` block ranges: part i starts at block
-// first + i*n/parts. Returns the start of part i.
-int64_t part_start(int64_t n, int parts, int i) { return n * i / parts; }
 
 int64_t qbytes(int64_t n, int bits) { return quant::quantized_bytes(n, kb(), bits); }
 
@@ -241,31 +218,6 @@ void note_check(const Site& site, const T* got, const T* exact, int64_t n) {
   it->second.max_rel = std::max(it->second.max_rel, rel);
 }
 
-// Quantizes x[0, n) into rec. With a residual r (error feedback): x += r first, then r = x -
-// deq(q(x)), the error this call made, carried into the next (a non-finite difference, from a
-// block sent as NaN, is dropped: it must not poison later calls). x is scratch, never the user's.
-template <class T>
-void quantize_fb(T* x, int64_t n, int bits, char* rec, T* r) {
-  if (n <= 0) return;
-  if (r)
-    for (int64_t i = 0; i < n; ++i) x[i] = x[i] + r[i];
-  quant::quantize(x, n, kb(), bits, rec);
-  if (!r) return;
-  quant::dequantize(rec, n, kb(), bits, r);
-  for (int64_t i = 0; i < n; ++i) {
-    const T e = x[i] - r[i];
-    r[i] = std::isfinite(e) ? e : T(0);
-  }
-}
-
-// Rank at (node m, local l) of a cartesian 2-level shape.
-std::vector<int> grid(const topo::Levels& lv) {
-  const int L = lv.shape.dims[0];
-  std::vector<int> g(static_cast<size_t>(lv.size));
-  for (int r = 0; r < lv.size; ++r) g[static_cast<size_t>(lv.shape.node_of[r] * L + lv.shape.local_of[r])] = r;
-  return g;
-}
-
 sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const TypeInfo& t, int bits) {
   sched::Key key{static_cast<uint8_t>(c), p.plan.algo, in_place, false, -1, n, {}, 1};
   key.extent = t.extent;
@@ -276,279 +228,98 @@ sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const 
   return key;
 }
 
-// The schedule entry of a quantized call: its name (HIER_DEBUG=TRACE prints it) and, at the
-// miss, the memory it needs, agreed on by every rank. Null: some rank failed, go exact.
-std::shared_ptr<const sched::Schedule> quant_schedule(Prepared& p, const sched::Key& key, const char* coll, int bits,
-                                      int64_t scratch, int64_t tmp0, int64_t check_bytes) {
-  const std::string name = std::string(coll) + (bits == 8 ? "/quant-int8" : "/quant-int4");
-  return schedule(p, key, [&](int) {
-    sched::Schedule q;
-    q.name = name;
-    return q;
-  }, [&](const sched::Schedule&) {
-    return p.ctx->scratch.get(static_cast<size_t>(scratch)) != nullptr &&
-           (tmp0 == 0 || p.ctx->tmp[0].get(static_cast<size_t>(tmp0)) != nullptr) &&
+// The builders' parameters: the bits, HIER_QUANT_BLOCK and the plan's choices of level steps
+// (direct reduce-scatter, padded allgathers), the same on every rank.
+sched::QuantParams params(const Prepared& p, int bits, bool block_variant) {
+  sched::QuantParams q;
+  q.bits = bits;
+  q.block = kb();
+  q.direct_rs_from = p.plan.direct_rs_from;
+  q.padded_agv_from = p.plan.padded_agv_from;
+  q.block_variant = block_variant;
+  return q;
+}
+
+// Scratch bytes of a quantized schedule on values of `t`: its values, then its records.
+int64_t records_at(const sched::Schedule& s, const TypeInfo& t) { return align64(s.scratch * t.size); }
+int64_t scratch_bytes(const sched::Schedule& s, const TypeInfo& t) { return records_at(s, t) + s.records; }
+
+// The schedule of a quantized call (HIER_DEBUG=TRACE prints it at the miss) and, at the miss,
+// the memory it needs, agreed on by every rank: its scratch and records, the direct level steps'
+// buffers (exec::reserve) and the check's copies. Null: some rank failed, go exact.
+std::shared_ptr<const sched::Schedule> quant_schedule(Prepared& p, const sched::Key& key, const TypeInfo& t,
+                                                      int64_t check_bytes, const Build& build, int variant = 0,
+                                                      bool both = false) {
+  return schedule(p, key, build, [&](const sched::Schedule& s) {
+    return p.ctx->scratch.get(static_cast<size_t>(scratch_bytes(s, t))) != nullptr &&
+           reserve(s, *p.ctx->levels, &t, &p.ctx->tmp) &&
            (check_bytes == 0 || p.ctx->tmp[1].get(static_cast<size_t>(check_bytes)) != nullptr);
-  });
+  }, variant, both);
 }
 
 int64_t check_bytes_if(int64_t bytes) { return config::get().quant_check_every > 0 ? bytes : 0; }
 
-// The layout of one call on this rank: everything sized from (count, L, N, my position), so the
-// same on every call with the same key.
-struct Layout {
-  int L = 0, N = 0, local = 0, node = 0, bits = 8;
-  int64_t elem = 0;                // bytes per value
-  int64_t shard_first = 0, shard_n = 0;  // my shard, in values
-  int64_t piece_first = 0, piece_n = 0;  // my piece, in values from the shard's start
-  // Scratch, byte offsets from its start.
-  int64_t off_shard_rec = 0, off_recv_rec = 0, off_acc = 0, off_shard = 0, total = 0;
-  // Level steps libhier runs itself where the exact schedule would (exec/executor.cpp's
-  // use_direct_rs / use_padded_agv, the plan's thresholds): direct reduce-scatter inside the node,
-  // padded allgathers (MPICH's Allgatherv is pathological for large pieces).
-  bool rs_direct = false, agv3_padded = false, agv4_padded = false;
+// Runs the quantized schedule `s` on this call's buffers (values of `t`), with the call site's
+// residual (null: no error feedback) and, for the allgather, the user's blocks.
+int run_quant(Prepared& p, const sched::Schedule& s, const char* send, char* recv, const TypeInfo& t, char* residual,
+              Blocks* blocks) {
+  char* mem = p.ctx->scratch.get(static_cast<size_t>(scratch_bytes(s, t)));  // reserved at the miss
+  if (!mem) return MPI_ERR_NO_MEM;
+  Binding b;
+  b.send = send;
+  b.recv = recv;
+  b.scratch = mem;
+  b.records = mem + records_at(s, t);
+  b.stride = t.size;
+  b.type = t.type;
+  b.op = MPI_SUM;
+  b.info = &t;
+  b.blocks = blocks;
+  b.tmp = &p.ctx->tmp;
+  b.residual = residual;
+  return run(s, *p.ctx->levels, b);
+}
 
-  Layout(const topo::Levels& lv, int64_t count, const TypeInfo& t, int qbits, const model::Plan& plan) {
-    L = lv.shape.dims[0];
-    N = lv.shape.nnodes;
-    local = lv.my_local();
-    node = lv.my_node();
-    bits = qbits;
-    elem = t.size;
-    const int64_t nb = quant::num_blocks(count, kb());
-    const int64_t b0 = part_start(nb, L, local), b1 = part_start(nb, L, local + 1);
-    shard_first = std::min(b0 * kb(), count);
-    shard_n = std::min(b1 * kb(), count) - shard_first;
-    const int64_t sb = quant::num_blocks(shard_n, kb());
-    const int64_t p0 = part_start(sb, N, node), p1 = part_start(sb, N, node + 1);
-    piece_first = std::min(p0 * kb(), shard_n);
-    piece_n = std::min(p1 * kb(), shard_n) - piece_first;
-    off_shard_rec = 0;
-    off_recv_rec = align64(quant::quantized_bytes(shard_n, kb(), bits));
-    off_acc = off_recv_rec + align64(N * quant::quantized_bytes(piece_n, kb(), bits));
-    off_shard = off_acc + align64(piece_n * elem);
-    total = off_shard + shard_n * elem;
-    rs_direct = use_direct_rs(plan.direct_rs_from, &t, true, count);
-    agv3_padded = use_padded_agv(plan.padded_agv_from, nullptr, true, quant::quantized_bytes(shard_n, kb(), bits));
-    agv4_padded = use_padded_agv(plan.padded_agv_from, &t, true, count);
-  }
-};
+// The first step of kind `k` (the builders put one there).
+const sched::Step& first_of(const sched::Schedule& s, sched::Kind k) {
+  static const sched::Step none;
+  for (const sched::Step& st : s.steps)
+    if (st.kind == k) return st;
+  return none;
+}
 
-// The counts of the level collectives, in values (node) and record bytes (cross).
-struct Counts {
-  std::vector<int> node_counts, node_displs;  // L: shards
-  std::vector<int> cross_counts, cross_displs;  // N: pieces of my shard, as records
-  std::vector<int> piece_counts, piece_displs;  // N: my piece from each node, as records
-  Counts(const Layout& g, int64_t count)
-      : node_counts(g.L), node_displs(g.L), cross_counts(g.N), cross_displs(g.N), piece_counts(g.N), piece_displs(g.N) {
-    const int64_t nb = quant::num_blocks(count, kb());
-    for (int l = 0; l < g.L; ++l) {
-      const int64_t f = std::min(part_start(nb, g.L, l) * kb(), count);
-      node_counts[l] = static_cast<int>(std::min(part_start(nb, g.L, l + 1) * kb(), count) - f);
-      node_displs[l] = static_cast<int>(f);
-    }
-    const int64_t sb = quant::num_blocks(g.shard_n, kb());
-    for (int j = 0; j < g.N; ++j) {
-      const int64_t b0 = part_start(sb, g.N, j), b1 = part_start(sb, g.N, j + 1);
-      const int64_t f = std::min(b0 * kb(), g.shard_n), e = std::min(b1 * kb(), g.shard_n);
-      cross_displs[j] = static_cast<int>(quant::record_offset(b0, kb(), g.bits));
-      cross_counts[j] = static_cast<int>(quant::quantized_bytes(e - f, kb(), g.bits));
-      piece_counts[j] = static_cast<int>(quant::quantized_bytes(g.piece_n, kb(), g.bits));
-      piece_displs[j] = j * piece_counts[j];
-    }
-  }
-};
-
-// Bytes of ctx->tmp the direct steps take (0: none).
-int64_t tmp_bytes(const Layout& g, const Counts& c, const TypeInfo& t) {
+// Record bytes this rank sends to other nodes in the schedule's steps across nodes.
+int64_t cross_bytes_sent(const sched::Schedule& s, const topo::Levels& lv) {
+  const int me = lv.my_node(), others = lv.shape.nnodes - 1;
   int64_t b = 0;
-  if (g.rs_direct) b = std::max(b, reduce_scatter_direct_bytes(c.node_counts, g.local, t));
-  if (g.agv3_padded) b = std::max(b, allgatherv_padded_bytes(c.cross_counts, nullptr));
-  if (g.agv4_padded) b = std::max(b, allgatherv_padded_bytes(c.node_counts, &t));
+  for (const sched::Step& st : s.steps) {
+    if (st.comm.on != sched::On::Cross || !st.bytes) continue;
+    if (st.kind == sched::Kind::Alltoallv)
+      for (size_t j = 0; j < st.counts.size(); ++j) b += static_cast<int>(j) == me ? 0 : st.counts[j];
+    else if (st.kind == sched::Kind::Allgatherv) b += st.counts[static_cast<size_t>(me)] * others;
+    else if (st.kind == sched::Kind::Allgather) b += st.count * others;
+  }
   return b;
 }
 
-template <class T>
-int run_quant(const Layout& g, char* mem, const void* sendbuf, char* recv, int64_t count, const TypeInfo& t,
-              const topo::Levels& lv, Scratch& tmp, T* r2, T* r3) {
-  const MPI_Datatype type = t.type;
-  const Counts c(g, count);
-  char* shard_rec = mem + g.off_shard_rec;
-  char* recv_rec = mem + g.off_recv_rec;
-  T* acc = reinterpret_cast<T*>(mem + g.off_acc);
-  // 1. Exact reduce-scatter inside the node: my shard (in place, MPI puts it at the start of
-  //    recv; by direct exchange, in scratch).
-  const bool in_place = sendbuf == MPI_IN_PLACE;
-  T* shard;
-  int err;
-  if (g.rs_direct) {
-    shard = reinterpret_cast<T*>(mem + g.off_shard);
-    err = reduce_scatter_direct(in_place ? recv : static_cast<const char*>(sendbuf), reinterpret_cast<char*>(shard),
-                                c.node_counts, t, MPI_SUM, lv.node, tmp);
-  } else {
-    shard = reinterpret_cast<T*>(in_place ? recv : recv + g.shard_first * g.elem);
-    err = PMPI_Reduce_scatter(in_place ? MPI_IN_PLACE : sendbuf, shard, c.node_counts.data(), type, MPI_SUM, lv.node);
-  }
-  if (err != MPI_SUCCESS) return err;
-  // 2. Quantize the shard once (pieces are block-aligned, so piece j's records are one byte
-  //    range of the shard's), all-to-all across nodes, sum my piece in node order 0..N-1.
-  const int64_t piece_bytes = quant::quantized_bytes(g.piece_n, kb(), g.bits);
-  quantize_fb(shard, g.shard_n, g.bits, shard_rec, r2);
-  err = PMPI_Alltoallv(shard_rec, c.cross_counts.data(), c.cross_displs.data(), MPI_BYTE, recv_rec, c.piece_counts.data(), c.piece_displs.data(), MPI_BYTE,
-                       lv.cross);
-  if (err != MPI_SUCCESS) return err;
-  std::memset(static_cast<void*>(acc), 0, static_cast<size_t>(g.piece_n * g.elem));
-  for (int j = 0; j < g.N; ++j) quant::dequantize_add(recv_rec + j * piece_bytes, g.piece_n, kb(), g.bits, acc);
-  // 3. Requantize my reduced piece once, straight into its place among the shard's records, and
-  //    allgather the records across nodes; everyone, the owner included, dequantizes the whole
-  //    shard from the same records.
-  quantize_fb(acc, g.piece_n, g.bits, shard_rec + c.cross_displs[g.node], r3);
-  err = g.agv3_padded ? allgatherv_padded(nullptr, true, shard_rec, c.cross_counts, c.cross_displs, nullptr, lv.cross, tmp)
-                      : PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, shard_rec, c.cross_counts.data(),
-                                        c.cross_displs.data(), MPI_BYTE, lv.cross);
-  if (err != MPI_SUCCESS) return err;
-  quant::dequantize(shard_rec, g.shard_n, kb(), g.bits, reinterpret_cast<T*>(recv + g.shard_first * g.elem));
-  // 4. Exact allgather of the shards inside the node.
-  return g.agv4_padded ? allgatherv_padded(nullptr, true, recv, c.node_counts, c.node_displs, &t, lv.node, tmp)
-                       : PMPI_Allgatherv(MPI_IN_PLACE, 0, type, recv, c.node_counts.data(), c.node_displs.data(), type,
-                                         lv.node);
-}
+// The allgather's user blocks: my block packed from the send buffer (my block of recvbuf in
+// place) in its own type; block r of the result unpacked into recvbuf in the receive type.
+class AgBlocks final : public Blocks {
+ public:
+  AgBlocks(const char* src, int64_t scount, const TypeInfo& st, char* recv, int64_t stride, int64_t rcount,
+           const TypeInfo& rt)
+      : src_(src), scount_(scount), st_(st), recv_(recv), stride_(stride), rcount_(rcount), rt_(rt) {}
+  int load(int, char* dst, int64_t) override { return pack(src_, scount_, st_, dst); }
+  int store(int block, const char* src, int64_t) override { return unpack(src, rcount_, rt_, recv_ + block * stride_); }
 
-
-// ---- Reduce_scatter(_block) -----------------------------------------------------------------
-
-struct RsLayout {
-  int L = 0, N = 0, local = 0, node = 0, bits = 8;
-  int64_t elem = 0, total = 0;
-  std::vector<int> at;                      // (m, l) -> rank
-  std::vector<int64_t> in_displs;           // rank -> first value of its piece in the input
-  std::vector<int> node_counts;             // l -> values local index l reduces inside the node
-  std::vector<int> cross_counts, cross_displs;  // m -> record bytes of piece (m, local) and their offset
-  std::vector<int> recv_counts, recv_displs;    // m -> record bytes of my piece from node m
-  int64_t mine_n = 0, my_count = 0;
-  int64_t off_perm = 0, off_mine = 0, off_send = 0, off_recv = 0, bytes = 0;
-  bool rs_direct = false;
-
-  RsLayout(const topo::Levels& lv, const std::vector<int64_t>& counts, const TypeInfo& t, int qbits,
-           const model::Plan& plan)
-      : L(lv.shape.dims[0]), N(lv.shape.nnodes), local(lv.my_local()), node(lv.my_node()), bits(qbits), elem(t.size),
-        at(grid(lv)), in_displs(counts.size()), node_counts(L), cross_counts(N), cross_displs(N), recv_counts(N),
-        recv_displs(N) {
-    for (size_t r = 0; r < counts.size(); ++r) {
-      in_displs[r] = total;
-      total += counts[r];
-    }
-    for (int l = 0; l < L; ++l)
-      for (int m = 0; m < N; ++m) node_counts[l] += static_cast<int>(counts[at[m * L + l]]);
-    my_count = counts[lv.rank];
-    mine_n = node_counts[local];
-    int64_t off = 0;
-    for (int m = 0; m < N; ++m) {
-      cross_displs[m] = static_cast<int>(off);
-      cross_counts[m] = static_cast<int>(qbytes(counts[at[m * L + local]], bits));
-      off += cross_counts[m];
-      recv_counts[m] = static_cast<int>(qbytes(my_count, bits));
-      recv_displs[m] = m * recv_counts[m];
-    }
-    off_perm = 0;
-    off_mine = align64(total * elem);
-    off_send = off_mine + align64(mine_n * elem);
-    off_recv = off_send + align64(off);
-    bytes = off_recv + N * qbytes(my_count, bits);
-    rs_direct = use_direct_rs(plan.direct_rs_from, &t, true, total);
-  }
+ private:
+  const char* src_;
+  int64_t scount_;
+  const TypeInfo& st_;
+  char* recv_;
+  int64_t stride_, rcount_;
+  const TypeInfo& rt_;
 };
-
-template <class T>
-int run_rs(const RsLayout& g, char* mem, const char* in, T* out, const std::vector<int64_t>& counts,
-           const TypeInfo& t, const topo::Levels& lv, Scratch& tmp, T* res) {
-  // 0. Permute: local index l's pieces, those of ranks (0, l), (1, l), ..., back to back.
-  char* perm = mem + g.off_perm;
-  int64_t o = 0;
-  for (int l = 0; l < g.L; ++l)
-    for (int m = 0; m < g.N; ++m) {
-      const int r = g.at[m * g.L + l];
-      std::memcpy(perm + o, in + g.in_displs[r] * g.elem, static_cast<size_t>(counts[r] * g.elem));
-      o += counts[r] * g.elem;
-    }
-  // 1. Exact reduce-scatter inside the node: my N pieces, one per node.
-  T* mine = reinterpret_cast<T*>(mem + g.off_mine);
-  int err = g.rs_direct ? reduce_scatter_direct(perm, reinterpret_cast<char*>(mine), g.node_counts, t, MPI_SUM, lv.node, tmp)
-                        : PMPI_Reduce_scatter(perm, mine, g.node_counts.data(), t.type, MPI_SUM, lv.node);
-  if (err != MPI_SUCCESS) return err;
-  // 2. Each piece quantized once (from its own first value: pieces are cut at block boundaries
-  //    of their own), piece m to node m; the N copies of mine summed in node order into out.
-  char* send = mem + g.off_send;
-  char* recv = mem + g.off_recv;
-  int64_t v = 0;
-  for (int m = 0; m < g.N; ++m) {
-    const int64_t n = counts[g.at[m * g.L + g.local]];
-    quantize_fb(mine + v, n, g.bits, send + g.cross_displs[m], res ? res + v : nullptr);
-    v += n;
-  }
-  err = PMPI_Alltoallv(send, g.cross_counts.data(), g.cross_displs.data(), MPI_BYTE, recv, g.recv_counts.data(),
-                       g.recv_displs.data(), MPI_BYTE, lv.cross);
-  if (err != MPI_SUCCESS) return err;
-  std::memset(static_cast<void*>(out), 0, static_cast<size_t>(g.my_count * g.elem));
-  for (int m = 0; m < g.N; ++m)
-    if (g.my_count) quant::dequantize_add(recv + g.recv_displs[m], g.my_count, kb(), g.bits, out);
-  return MPI_SUCCESS;
-}
-
-// ---- Allgather ------------------------------------------------------------------------------
-
-struct AgLayout {
-  int L = 0, N = 0, local = 0, node = 0, bits = 8;
-  int64_t c = 0, elem = 0, qb = 0;
-  std::vector<int> at;
-  int64_t off_x = 0, off_my = 0, off_bundle = 0, off_all = 0, bytes = 0;
-  AgLayout(const topo::Levels& lv, int64_t count, const TypeInfo& t, int qbits)
-      : L(lv.shape.dims[0]), N(lv.shape.nnodes), local(lv.my_local()), node(lv.my_node()), bits(qbits), c(count),
-        elem(t.size), qb(qbytes(count, qbits)), at(grid(lv)) {
-    off_x = 0;
-    off_my = align64(c * elem);
-    off_bundle = off_my + align64(qb);
-    off_all = off_bundle + align64(N * qb);
-    bytes = off_all + int64_t{L} * N * qb;
-  }
-};
-
-// Where the allgather's result goes: block r (c values) at base + r * stride, dense, or through
-// `type` (count elements) from the staging `x` (c values) when the receive layout is not dense.
-struct Unpack {
-  char* base;
-  int64_t stride;
-  const TypeInfo* type;
-  int64_t count;
-  char* x;
-};
-
-template <class T>
-int run_ag(const AgLayout& g, char* mem, const T* x, const Unpack& out, const topo::Levels& lv, T* res) {
-  char* my = mem + g.off_my;
-  char* bundle = mem + g.off_bundle;
-  char* all = mem + g.off_all;
-  // x is in scratch when there is a residual (quantize_fb adds to it), else the user's block.
-  if (res) quantize_fb(const_cast<T*>(x), g.c, g.bits, my, res);
-  else quant::quantize(x, g.c, kb(), g.bits, my);
-  const int qb = static_cast<int>(g.qb);
-  int err = PMPI_Allgather(my, qb, MPI_BYTE, bundle, qb, MPI_BYTE, lv.cross);  // bundle[m]: rank (m, local)
-  if (err != MPI_SUCCESS) return err;
-  err = PMPI_Allgather(bundle, g.N * qb, MPI_BYTE, all, g.N * qb, MPI_BYTE, lv.node);  // all[l][m]
-  if (err != MPI_SUCCESS) return err;
-  for (int l = 0; l < g.L; ++l)
-    for (int m = 0; m < g.N; ++m) {
-      const char* rec = all + (int64_t{l} * g.N + m) * g.qb;
-      char* dst = out.base + g.at[m * g.L + l] * out.stride;
-      if (!out.type) {
-        quant::dequantize(rec, g.c, kb(), g.bits, reinterpret_cast<T*>(dst));
-        continue;
-      }
-      quant::dequantize(rec, g.c, kb(), g.bits, reinterpret_cast<T*>(out.x));
-      if (int rc = unpack(out.x, out.count, *out.type, dst); rc != MPI_SUCCESS) return rc;
-    }
-  return MPI_SUCCESS;
-}
 
 // Whether a reduction's datatype may run quantized: the predefined MPI_FLOAT / MPI_DOUBLE (the
 // handle). The standard asks for the same datatype on every rank of a reduction, and both MPIs
@@ -583,20 +354,18 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   if (!reduction_type(type)) return std::nullopt;
   const int bits = quant_bits(Coll::Allreduce, type, op, count, p.plan, lv);
   if (!bits) return std::nullopt;
-  const Layout g(lv, count, t, bits, p.plan);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
   if (qbytes(count, bits) > INT_MAX / 2) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int64_t nbytes = int64_t{count} * t.size;
-  const auto s =
-      quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), "allreduce", bits, g.total,
-                     tmp_bytes(g, Counts(g, count), t), check_bytes_if(2 * nbytes));
+  const sched::QuantParams qp = params(p, bits, false);
+  const int rank = lv.rank;
+  const auto s = quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), t, check_bytes_if(2 * nbytes),
+                                [&](int) { return sched::build_quant_allreduce(lv.shape, rank, count, in_place, qp); });
   if (!s) return std::nullopt;
-  char* mem = p.ctx->scratch.get(static_cast<size_t>(g.total));  // reserved above: allocates nothing
-  if (!mem) return MPI_ERR_NO_MEM;
-  HIER_TRACE("exec", "rank %d: MPI_Allreduce of %d %s quantized %s, block %lld, %d pieces across %d nodes of %d",
-             lv.rank, count, type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
-             static_cast<long long>(kb()), g.N, g.N, g.L);
+  HIER_TRACE("exec", "rank %d: MPI_Allreduce of %d %s quantized %s, block %lld, across %d nodes of %d", lv.rank, count,
+             type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4", static_cast<long long>(kb()),
+             lv.shape.nnodes, lv.shape.dims[0]);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   char* recv = static_cast<char*>(recvbuf);
   const Site site{p.ctx, Coll::Allreduce, in_place ? recvbuf : sendbuf, count};
@@ -604,23 +373,14 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   const bool check = check_this_call(p.ctx, Coll::Allreduce);
   char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(2 * nbytes)) : nullptr;
   if (check && in_place) std::memcpy(chk + nbytes, recv, static_cast<size_t>(nbytes));
-  char* r = residual(site, (g.shard_n + g.piece_n) * g.elem);
-  int rc;
-  if (type == MPI_FLOAT) {
-    float* rf = reinterpret_cast<float*>(r);
-    rc = run_quant<float>(g, mem, sendbuf, recv, count, t, lv, p.ctx->tmp[0], rf, rf ? rf + g.shard_n : nullptr);
-  } else {
-    double* rd = reinterpret_cast<double*>(r);
-    rc = run_quant<double>(g, mem, sendbuf, recv, count, t, lv, p.ctx->tmp[0], rd, rd ? rd + g.shard_n : nullptr);
-  }
+  char* r = residual(site, s->residual * t.size);
+  int rc = run_quant(p, *s, static_cast<const char*>(sendbuf), recv, t, r, nullptr);
   if (rc != MPI_SUCCESS) return rc;
-  const int64_t cross_values = (g.shard_n - g.piece_n) + g.piece_n * (g.N - 1);
-  const Counts c(g, count);
-  int64_t sent = 0;
-  for (int j = 0; j < g.N; ++j)
-    if (j != g.node) sent += c.cross_counts[j];
-  sent += int64_t{c.cross_counts[g.node]} * (g.N - 1);
-  note_call(Coll::Allreduce, bits, cross_values * g.elem, sent, p.plan);
+  // Values crossing nodes exactly: my shard but my piece once, my reduced piece to N - 1 nodes.
+  const int64_t shard_n = first_of(*s, sched::Kind::Quantize).count;
+  const int64_t piece_n = first_of(*s, sched::Kind::DequantizeReduce).count;
+  note_call(Coll::Allreduce, bits, ((shard_n - piece_n) + piece_n * (lv.shape.nnodes - 1)) * t.size,
+            cross_bytes_sent(*s, lv), p.plan);
   if (check) {
     rc = PMPI_Allreduce(in_place ? chk + nbytes : sendbuf, chk, count, type, MPI_SUM, p.ctx->comm);
     if (rc != MPI_SUCCESS) return rc;
@@ -640,43 +400,42 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   if (total <= 0) return std::nullopt;
   const int bits = quant_bits(coll, elem, op, total, p.plan, lv);
   if (!bits) return std::nullopt;
-  const RsLayout g(lv, counts, t, bits, p.plan);
   // Every byte count of the level collectives is an int.
   int64_t rec_total = 0;
   for (int64_t n : counts) rec_total += qbytes(n, bits);
   if (rec_total > INT_MAX / 2 || total * t.size > INT_MAX) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  sched::Key key = quant_key(coll, p, in_place, coll == Coll::ReduceScatterBlock ? counts[0] : total, t, bits);
-  if (coll != Coll::ReduceScatterBlock) key.counts = counts;
+  const bool block = coll == Coll::ReduceScatterBlock;
+  sched::Key key = quant_key(coll, p, in_place, block ? counts[0] : total, t, bits);
+  if (!block) key.counts = counts;
   const int64_t nbytes = total * t.size;
-  const int64_t tmp0 = g.rs_direct ? reduce_scatter_direct_bytes(g.node_counts, g.local, t) : 0;
-  const char* name = coll == Coll::ReduceScatterBlock ? "reduce_scatter_block" : "reduce_scatter";
-  const auto s = quant_schedule(p, key, name, bits, g.bytes, tmp0, check_bytes_if(2 * nbytes));
+  const sched::QuantParams qp = params(p, bits, block);
+  const int rank = lv.rank;
+  const auto s = quant_schedule(p, key, t, check_bytes_if(2 * nbytes), [&](int) {
+    return sched::build_quant_reduce_scatter(lv.shape, rank, counts, in_place, qp);
+  });
   if (!s) return std::nullopt;
-  char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));
-  if (!mem) return MPI_ERR_NO_MEM;
+  const char* name = block ? "reduce_scatter_block" : "reduce_scatter";
   HIER_TRACE("exec", "rank %d: %s of %lld %s quantized %s, block %lld, across %d nodes of %d", lv.rank, name,
-             static_cast<long long>(total), t.type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
-             static_cast<long long>(kb()), g.N, g.L);
+             static_cast<long long>(total), elem == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
+             static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   const char* in = static_cast<const char*>(in_place ? recvbuf : sendbuf);
   const Site site{p.ctx, coll, in, total};
   const bool check = check_this_call(p.ctx, coll);
   char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(2 * nbytes)) : nullptr;
   if (check) std::memcpy(chk + nbytes, in, static_cast<size_t>(nbytes));  // the input, recvbuf's in place
-  char* r = residual(site, g.mine_n * g.elem);
-  int rc = t.type == MPI_FLOAT
-               ? run_rs<float>(g, mem, in, static_cast<float*>(recvbuf), counts, t, lv, p.ctx->tmp[0], reinterpret_cast<float*>(r))
-               : run_rs<double>(g, mem, in, static_cast<double*>(recvbuf), counts, t, lv, p.ctx->tmp[0], reinterpret_cast<double*>(r));
+  char* r = residual(site, s->residual * t.size);
+  int rc = run_quant(p, *s, static_cast<const char*>(sendbuf), static_cast<char*>(recvbuf), t, r, nullptr);
   if (rc != MPI_SUCCESS) return rc;
-  note_call(coll, bits, (g.mine_n - counts[g.at[g.node * g.L + g.local]]) * g.elem,
-            std::accumulate(g.cross_counts.begin(), g.cross_counts.end(), int64_t{0}) - g.cross_counts[g.node], p.plan);
+  // Values crossing nodes exactly: my node's partial sums of the other nodes' pieces.
+  note_call(coll, bits, (s->residual - counts[rank]) * t.size, cross_bytes_sent(*s, lv), p.plan);
   if (check) {
     std::vector<int> rc_counts(counts.begin(), counts.end());
-    rc = PMPI_Reduce_scatter(chk + nbytes, chk, rc_counts.data(), t.type, MPI_SUM, p.ctx->comm);
+    rc = PMPI_Reduce_scatter(chk + nbytes, chk, rc_counts.data(), elem, MPI_SUM, p.ctx->comm);
     if (rc != MPI_SUCCESS) return rc;
-    if (t.type == MPI_FLOAT) note_check(site, static_cast<float*>(recvbuf), reinterpret_cast<float*>(chk), g.my_count);
-    else note_check(site, static_cast<double*>(recvbuf), reinterpret_cast<double*>(chk), g.my_count);
+    if (elem == MPI_FLOAT) note_check(site, static_cast<float*>(recvbuf), reinterpret_cast<float*>(chk), counts[rank]);
+    else note_check(site, static_cast<double*>(recvbuf), reinterpret_cast<double*>(chk), counts[rank]);
   }
   return MPI_SUCCESS;
 }
@@ -687,8 +446,9 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   if (recvcount <= 0) return std::nullopt;
   // Ranks may pass receive types of the same signature in different layouts (MPI_FLOAT x 2n here,
   // a contiguous type of 2 floats x n or a strided one there): everything below that ranks must
-  // agree on (the decision, the key, the layout in scratch) reads the signature only, c values of
-  // its element type per rank; a rank whose own layout is not dense packs and unpacks its part.
+  // agree on (the decision, the key, the communication steps) reads the signature only, c values
+  // of its element type per rank; a rank whose own layout is not dense packs (LoadBlock) and
+  // unpacks (StoreBlock) its part through the datatype engine.
   const MPI_Datatype elem = dtype::signature_elem(rt.type);
   if (elem != MPI_FLOAT && elem != MPI_DOUBLE) return std::nullopt;
   const TypeInfo et = type_info(elem);
@@ -696,50 +456,38 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   if (c > INT_MAX) return std::nullopt;
   const int bits = quant_bits(Coll::Allgather, elem, MPI_SUM, c * lv.size, p.plan, lv);
   if (!bits) return std::nullopt;
-  const AgLayout g(lv, c, et, bits);
-  if (int64_t{lv.size} * g.qb > INT_MAX / 2) return std::nullopt;
+  if (int64_t{lv.size} * qbytes(c, bits) > INT_MAX / 2) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  const int64_t mybytes = g.c * g.elem, allbytes = mybytes * lv.size;
-  // The check's memory: the exact result, my input, and the result as dense values (a non-dense
-  // receive type's, packed): reserved whatever this rank's layout, which is not in the key.
-  const auto s = quant_schedule(p, quant_key(Coll::Allgather, p, false, c, et, bits), "allgather",
-                                            bits, g.bytes, 0, check_bytes_if(2 * allbytes + mybytes));
-  if (!s) return std::nullopt;
-  char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));
-  if (!mem) return MPI_ERR_NO_MEM;
-  // My block as c dense values: the user's buffer (my block of recvbuf in place) where its type
-  // is dense, else packed into scratch (x, reserved on every rank: the layout is not in the key).
+  const int64_t mybytes = c * et.size, allbytes = mybytes * lv.size;
   char* recv = static_cast<char*>(recvbuf);
   const int64_t block_stride = int64_t{recvcount} * rt.extent;  // recvbuf's blocks, in this rank's layout
   const TypeInfo st = in_place ? rt : type_info(sendtype);
   const int64_t scount = in_place ? recvcount : sendcount;
-  const char* src = in_place ? recv + lv.rank * block_stride : static_cast<const char*>(sendbuf);
-  if (!st.ok || scount * st.size != mybytes) return MPI_ERR_TYPE;  // every rank got here: report it
-  char* x = mem + g.off_x;
-  bool src_in_x = false;
-  if (!st.dense) {
-    if (int rc = pack(src, scount, st, x); rc != MPI_SUCCESS) return rc;
-    src_in_x = true;
-  }
+  if (!st.ok || scount * st.size != mybytes) return std::nullopt;  // PMPI reports the mismatch
+  const sched::QuantParams qp = params(p, bits, false);
+  const int rank = lv.rank;
+  // Two forms on this rank (its receive layout, not in the key, picks one): both built and
+  // reserved at the miss. The check's memory: the exact result, my input, and the result as
+  // dense values (a non-dense receive layout's, packed).
+  const auto s = quant_schedule(
+      p, quant_key(Coll::Allgather, p, false, c, et, bits), et, check_bytes_if(2 * allbytes + mybytes),
+      [&](int v) { return sched::build_quant_allgather(lv.shape, rank, c, v == 1, qp); }, rt.dense ? 0 : 1, true);
+  if (!s) return std::nullopt;
   HIER_TRACE("exec", "rank %d: MPI_Allgather of %lld %s per rank quantized %s, block %lld, across %d nodes of %d",
              lv.rank, static_cast<long long>(c), elem == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
-             static_cast<long long>(kb()), g.N, g.L);
+             static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
+  const char* src = in_place ? recv + lv.rank * block_stride : static_cast<const char*>(sendbuf);
+  AgBlocks blocks(src, scount, st, recv, block_stride, recvcount, rt);
   const Site site{p.ctx, Coll::Allgather, src, recvcount};
   const bool check = check_this_call(p.ctx, Coll::Allgather);
   char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(2 * allbytes + mybytes)) : nullptr;
-  if (check) std::memcpy(chk + allbytes, src_in_x ? x : src, static_cast<size_t>(mybytes));
-  char* r = residual(site, mybytes);
-  if (r && !src_in_x) std::memcpy(x, src, static_cast<size_t>(mybytes));  // feedback adds to a copy
-  const char* q = r || src_in_x ? x : src;
-  // A non-dense receive type: each block dequantized into x (free again once my records are
-  // made) and unpacked into its place.
-  const Unpack out{recv, block_stride, rt.dense ? nullptr : &rt, recvcount, x};
-  int rc = elem == MPI_FLOAT
-               ? run_ag<float>(g, mem, reinterpret_cast<const float*>(q), out, lv, reinterpret_cast<float*>(r))
-               : run_ag<double>(g, mem, reinterpret_cast<const double*>(q), out, lv, reinterpret_cast<double*>(r));
+  int rc = MPI_SUCCESS;
+  if (check && (rc = blocks.load(lv.rank, chk + allbytes, mybytes)) != MPI_SUCCESS) return rc;
+  char* r = residual(site, s->residual * et.size);
+  rc = run_quant(p, *s, nullptr, recv, et, r, &blocks);
   if (rc != MPI_SUCCESS) return rc;
-  note_call(Coll::Allgather, bits, mybytes * (g.N - 1), g.qb * (g.N - 1), p.plan);
+  note_call(Coll::Allgather, bits, mybytes * (lv.shape.nnodes - 1), cross_bytes_sent(*s, lv), p.plan);
   if (check) {
     rc = PMPI_Allgather(chk + allbytes, static_cast<int>(c), elem, chk, static_cast<int>(c), elem, p.ctx->comm);
     if (rc != MPI_SUCCESS) return rc;

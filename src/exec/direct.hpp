@@ -20,6 +20,7 @@ namespace hier::exec {
 struct Pending {
   std::vector<MPI_Request> reqs;
   std::vector<int> counts, displs;
+  std::vector<int> rcounts, rdispls;  // Alltoallv's receive side
   std::function<int(Pending&)> finish;
   // Runs `finish` and waits for every request, also after an error (no request outlives the
   // step); returns the first error.

@@ -4,8 +4,11 @@
 #include <cstring>
 #include <vector>
 
+#include <cmath>
+
 #include "exec/direct.hpp"
 #include "exec/typed.hpp"
+#include "quant/quant.hpp"
 #include "util/inject.hpp"
 
 namespace hier::exec {
@@ -49,13 +52,53 @@ Machine::Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding
     : s_(s), lv_(lv), b_(b), nonblocking_(nonblocking) {}
 
 char* Machine::at(const sched::Ref& r) const {
+  if (r.buf == Buf::Records) return b_.records + r.off;  // bytes
   char* base = r.buf == Buf::Send ? const_cast<char*>(b_.send) : r.buf == Buf::Recv ? b_.recv : b_.scratch;
   return base + r.off * b_.stride;
 }
 
 namespace {
 bool is_local(const sched::Step& s) {
-  return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock;
+  return s.kind == Kind::Copy || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock || s.kind == Kind::Quantize ||
+         s.kind == Kind::Dequantize || s.kind == Kind::DequantizeReduce;
+}
+
+// The quantization steps, on values of T (sched/ir.hpp). They never allocate and never
+// communicate; every rank runs the same kernel on the same records, so dequantized values are
+// the same bits everywhere.
+template <class T>
+int quant_local(const sched::Step& s, const sched::Schedule& sc, char* src, char* dst, char* residual) {
+  const int64_t n = s.count, B = sc.quant_block;
+  const int bits = sc.quant_bits;
+  if (n <= 0) return MPI_SUCCESS;
+  switch (s.kind) {
+    case Kind::Quantize: {
+      // Error feedback: x += r first, then r = x - deq(q(x)), the error this call made, carried
+      // into the next (a non-finite difference, from a block sent as NaN, is dropped: it must
+      // not poison later calls). src is libhier's scratch, never the user's buffer.
+      T* x = reinterpret_cast<T*>(src);
+      T* r = s.residual >= 0 && residual ? reinterpret_cast<T*>(residual) + s.residual : nullptr;
+      if (r)
+        for (int64_t i = 0; i < n; ++i) x[i] = x[i] + r[i];
+      quant::quantize(x, n, B, bits, dst);
+      if (!r) return MPI_SUCCESS;
+      quant::dequantize(dst, n, B, bits, r);
+      for (int64_t i = 0; i < n; ++i) {
+        const T e = x[i] - r[i];
+        r[i] = std::isfinite(e) ? e : T(0);
+      }
+      return MPI_SUCCESS;
+    }
+    case Kind::Dequantize: quant::dequantize(src, n, B, bits, reinterpret_cast<T*>(dst)); return MPI_SUCCESS;
+    case Kind::DequantizeReduce: {
+      T* acc = reinterpret_cast<T*>(dst);
+      std::memset(static_cast<void*>(acc), 0, static_cast<size_t>(n) * sizeof(T));
+      for (int k = 0; k < s.parts; ++k) quant::dequantize_add(src + k * s.part_bytes, n, B, bits, acc);
+      return MPI_SUCCESS;
+    }
+    default: break;
+  }
+  return MPI_ERR_INTERN;
 }
 }  // namespace
 
@@ -66,8 +109,12 @@ int Machine::local(const sched::Step& s) {
     std::memcpy(at(s.dst), at(s.src), static_cast<size_t>(s.count));
     return MPI_SUCCESS;
   }
-  if (s.kind == Kind::LoadBlock) return b_.blocks->load(s.block, at(s.dst), s.count);
-  return b_.blocks->store(s.block, at(s.src), s.count);
+  // The user's blocks take bytes: count units of `stride` bytes (1 in byte schedules).
+  if (s.kind == Kind::LoadBlock) return b_.blocks->load(s.block, at(s.dst), s.count * b_.stride);
+  if (s.kind == Kind::StoreBlock) return b_.blocks->store(s.block, at(s.src), s.count * b_.stride);
+  if (b_.type == MPI_FLOAT) return quant_local<float>(s, s_, at(s.src), at(s.dst), b_.residual);
+  if (b_.type == MPI_DOUBLE) return quant_local<double>(s, s_, at(s.src), at(s.dst), b_.residual);
+  return MPI_ERR_TYPE;  // quantized schedules run on float / double values only
 }
 
 // The one step switch. pd null: the blocking PMPI call, complete on return; otherwise the step
@@ -76,7 +123,9 @@ int Machine::local(const sched::Step& s) {
 // inputs equal on every member.
 int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   if (is_local(s)) return local(s);
-  const MPI_Datatype t = b_.type;
+  // Steps on records move bytes: MPI_BYTE, and no element type for the direct / padded forms.
+  const MPI_Datatype t = s.bytes ? MPI_BYTE : b_.type;
+  const TypeInfo* info = s.bytes ? nullptr : b_.info;
   const MPI_Op op = b_.op;
   const int n = static_cast<int>(s.count);  // the planner keeps every count below INT_MAX
   const MPI_Comm c = comm_of(s.comm, lv_);
@@ -101,9 +150,9 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   Scratch* tmp = b_.tmp ? &(*b_.tmp)[slot] : nullptr;
   switch (s.kind) {
     case Kind::ReduceScatter: {
-      if (use_direct_rs(s_.direct_rs_from, b_.info, b_.tmp != nullptr, total))
-        return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *b_.info, op, c, *tmp, *pd)
-                  : reduce_scatter_direct(at(s.src), at(s.dst), counts, *b_.info, op, c, *tmp);
+      if (use_direct_rs(s_.direct_rs_from, info, b_.tmp != nullptr, total))
+        return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *info, op, c, *tmp, *pd)
+                  : reduce_scatter_direct(at(s.src), at(s.dst), counts, *info, op, c, *tmp);
       bool even = true;
       for (int x : counts) even &= x == cnt[0];
       if (even)
@@ -117,11 +166,11 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
     case Kind::Allgather:
       return pd ? PMPI_Iallgather(src, n, t, at(s.dst), n, t, c, r) : PMPI_Allgather(src, n, t, at(s.dst), n, t, c);
     case Kind::Allgatherv:
-      if (use_padded_agv(s_.padded_agv_from, b_.info, b_.tmp != nullptr, total)) {
+      if (use_padded_agv(s_.padded_agv_from, info, b_.tmp != nullptr, total)) {
         const char* mine = s.in_place ? nullptr : at(s.src);
-        if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, b_.info, c, *tmp);
+        if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp);
         pd->reqs.clear();
-        return allgatherv_padded_start(mine, s.in_place, at(s.dst), counts, displs, b_.info, c, *tmp, *pd);
+        return allgatherv_padded_start(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp, *pd);
       }
       return pd ? PMPI_Iallgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c, r)
                 : PMPI_Allgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c);
@@ -148,6 +197,14 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
     case Kind::Alltoall:
       return pd ? PMPI_Ialltoall(at(s.src), n, t, at(s.dst), n, t, c, r)
                 : PMPI_Alltoall(at(s.src), n, t, at(s.dst), n, t, c);
+    case Kind::Alltoallv: {
+      std::vector<int>& rcounts = pd ? pd->rcounts : rcounts_;
+      std::vector<int>& rdispls = pd ? pd->rdispls : rdispls_;
+      rcounts.assign(s.rcounts.begin(), s.rcounts.end());
+      rdispls.assign(s.rdispls.begin(), s.rdispls.end());
+      return pd ? PMPI_Ialltoallv(at(s.src), cnt, dsp, t, at(s.dst), rcounts.data(), rdispls.data(), t, c, r)
+                : PMPI_Alltoallv(at(s.src), cnt, dsp, t, at(s.dst), rcounts.data(), rdispls.data(), t, c);
+    }
     case Kind::Barrier: return pd ? PMPI_Ibarrier(c, r) : PMPI_Barrier(c);
     case Kind::Send: return pd ? PMPI_Isend(at(s.src), n, t, s.root, 0, c, r) : PMPI_Send(at(s.src), n, t, s.root, 0, c);
     case Kind::Recv:
@@ -213,16 +270,17 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = s.steps[k];
       if (st.kind != Kind::ReduceScatter && st.kind != Kind::Allgatherv) continue;
+      const TypeInfo* sinfo = st.bytes ? nullptr : info;  // steps on records: bytes
       const int64_t total = sum(st.counts);
       const std::vector<int> counts(st.counts.begin(), st.counts.end());
       int64_t bytes = -1;
-      if (st.kind == Kind::ReduceScatter && use_direct_rs(s.direct_rs_from, info, true, total)) {
+      if (st.kind == Kind::ReduceScatter && use_direct_rs(s.direct_rs_from, sinfo, true, total)) {
         int me = 0;
         const MPI_Comm c = comm_of(st.comm, lv);
         if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &me) != MPI_SUCCESS) return false;
-        bytes = reduce_scatter_direct_bytes(counts, me, *info);
-      } else if (st.kind == Kind::Allgatherv && use_padded_agv(s.padded_agv_from, info, true, total)) {
-        bytes = allgatherv_padded_bytes(counts, info);
+        bytes = reduce_scatter_direct_bytes(counts, me, *sinfo);
+      } else if (st.kind == Kind::Allgatherv && use_padded_agv(s.padded_agv_from, sinfo, true, total)) {
+        bytes = allgatherv_padded_bytes(counts, sinfo);
       }
       if (bytes >= 0 && !(*tmp)[k - i].get(static_cast<size_t>(bytes))) return false;
     }

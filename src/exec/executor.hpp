@@ -33,6 +33,10 @@ struct Binding {
   const TypeInfo* info = nullptr;          // element schedules: for local typed copies
   Blocks* blocks = nullptr;
   ScratchSet* tmp = nullptr;  // for steps libhier runs itself (exec/direct.hpp); null: never
+  // Quantized schedules (Schedule::quant_bits): the Records buffer (byte offsets), and the call
+  // site's residual (Schedule::residual values of `type`; null: no error feedback this call).
+  char* records = nullptr;
+  char* residual = nullptr;
 };
 
 // Which level steps libhier runs itself (exec/direct.hpp) instead of the MPI's collective, for
@@ -83,7 +87,7 @@ class Machine {
   bool in_flight_ = false;
   size_t started_ = 0;      // level steps of the group in flight, in pending_[0..started_)
   std::vector<Pending> pending_;
-  std::vector<int> counts_, displs_;  // int copies for the blocking PMPI v-calls
+  std::vector<int> counts_, displs_, rcounts_, rdispls_;  // int copies for the blocking PMPI v-calls
   int rc_ = MPI_SUCCESS;
   size_t groups_ = 0;
 

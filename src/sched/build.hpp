@@ -4,6 +4,7 @@
 // algorithm says so.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,23 @@ Schedule build_reduce(const topo::Shape& s, int rank, int64_t n, int root, bool 
 Schedule build_barrier(const topo::Shape& s, int rank);
 // block: bytes per (source, destination) pair.
 Schedule build_alltoall(const topo::Shape& s, int rank, int64_t block);
+
+// Quantized schedules (sched/build_quant.cpp) on a cartesian 2-level shape, in values of the
+// call's float / double element type (Records in bytes).
+struct QuantParams {
+  int bits = 8;
+  int64_t block = 512;                 // HIER_QUANT_BLOCK
+  int64_t direct_rs_from = INT64_MAX;  // the plan's choices of level steps (Schedule)
+  int64_t padded_agv_from = INT64_MAX;
+  bool block_variant = false;          // reduce_scatter_block (the name only)
+};
+Schedule build_quant_allreduce(const topo::Shape& s, int rank, int64_t n, bool in_place, const QuantParams& q);
+// counts[r]: values rank r receives.
+Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::vector<int64_t>& counts, bool in_place,
+                                    const QuantParams& q);
+// c values per rank; `staged_recv`: this rank's receive layout is not dense (each block is
+// dequantized into scratch and stored through the user's datatype: StoreBlock).
+Schedule build_quant_allgather(const topo::Shape& s, int rank, int64_t c, bool staged_recv, const QuantParams& q);
 
 // n units split into `parts` nearly equal parts (the first n % parts one larger).
 struct Split {

@@ -21,6 +21,10 @@ const char* to_string(Kind k) {
     case Kind::Barrier: return "barrier";
     case Kind::Send: return "send";
     case Kind::Recv: return "recv";
+    case Kind::Alltoallv: return "alltoallv";
+    case Kind::Quantize: return "quantize";
+    case Kind::Dequantize: return "dequantize";
+    case Kind::DequantizeReduce: return "dequantize_reduce";
   }
   return "?";
 }
@@ -37,7 +41,10 @@ std::string to_string(const CommRef& c) {
 }
 
 std::string to_string(const Ref& r) {
-  const char* b = r.buf == Buf::Send ? "send" : r.buf == Buf::Recv ? "recv" : "scratch";
+  const char* b = r.buf == Buf::Send      ? "send"
+                  : r.buf == Buf::Recv    ? "recv"
+                  : r.buf == Buf::Records ? "records"
+                                          : "scratch";
   return std::string(b) + "+" + std::to_string(r.off);
 }
 
@@ -54,6 +61,9 @@ std::string to_string(const Schedule& s) {
   o << s.name << " (" << (s.unit == Unit::Bytes ? "bytes" : "elements") << ", scratch " << s.scratch << ", "
     << s.steps.size() << " steps";
   if (s.chunks > 1) o << ", " << s.chunks << " chunks pipelined";
+  if (s.quant_bits)
+    o << ", int" << s.quant_bits << " block " << s.quant_block << ", records " << s.records << " bytes, residual "
+      << s.residual;
   o << ")";
   for (const Step& st : s.steps) {
     o << "\n  ";
@@ -72,11 +82,16 @@ std::string to_string(const Schedule& s) {
         o << " -> " << to_string(st.dst);
     }
     if (st.count) o << " count " << st.count;
+    if (st.bytes) o << " bytes";
+    if (st.kind == Kind::Quantize && st.residual >= 0) o << " residual+" << st.residual;
+    if (st.kind == Kind::DequantizeReduce) o << " parts " << st.parts << " every " << st.part_bytes;
     if (st.kind == Kind::Bcast || st.kind == Kind::Scatterv || st.kind == Kind::Gatherv || st.kind == Kind::Reduce)
       o << " root " << st.root;
     if (st.kind == Kind::Send || st.kind == Kind::Recv) o << " peer " << st.root;
     list(o, "counts", st.counts);
     list(o, "displs", st.displs);
+    list(o, "rcounts", st.rcounts);
+    list(o, "rdispls", st.rdispls);
   }
   return o.str();
 }

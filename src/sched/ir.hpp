@@ -15,8 +15,10 @@ namespace hier::sched {
 enum class Unit : uint8_t { Elements, Bytes };
 
 // Named buffers. For byte schedules Send/Recv are the user's data as bytes (the executor stages
-// non-contiguous datatypes); Scratch is libhier's.
-enum class Buf : uint8_t { Send, Recv, Scratch };
+// non-contiguous datatypes); Scratch is libhier's. Records: libhier's quantized records
+// (quant/format.hpp: per block a float32 scale and int8 / int4 values) of quantized schedules;
+// offsets into it are always in bytes.
+enum class Buf : uint8_t { Send, Recv, Scratch, Records };
 
 struct Ref {
   Buf buf = Buf::Scratch;
@@ -48,6 +50,14 @@ enum class Kind : uint8_t {
   Barrier,
   Send,           // count units of src to `peer`
   Recv,           // count units from `peer` into dst
+  // Quantized schedules (sched/build_quant.cpp; Schedule::quant_bits, quant_block):
+  Alltoallv,         // src at displs (counts per member) -> dst at rdispls (rcounts per member)
+  Quantize,          // local: count values at src -> their records at dst; `residual` >= 0: error
+                     //   feedback (src += residual, then residual = src - deq(records)), when the
+                     //   call site has one (exec: Binding::residual)
+  Dequantize,        // local: the records of count values at src -> values at dst
+  DequantizeReduce,  // local: dst = sum over k = 0..parts-1, in that order, of the values of the
+                     //   records at src + k * part_bytes (count values each); dst zeroed first
 };
 
 struct Step {
@@ -59,6 +69,11 @@ struct Step {
   int root = 0;   // rank in `comm` (Bcast, Scatterv, Gatherv, Reduce); peer for Send/Recv
   int block = 0;  // LoadBlock / StoreBlock: user block index (a rank of the user communicator)
   std::vector<int64_t> counts, displs;  // per member of `comm`
+  std::vector<int64_t> rcounts, rdispls;  // Alltoallv: what each member sends me, and where
+  bool bytes = false;     // level steps on records: counts and displacements in bytes (MPI_BYTE)
+  int64_t residual = -1;  // Quantize: value offset in the call site's residual; -1: none
+  int parts = 0;          // DequantizeReduce: records summed
+  int64_t part_bytes = 0;  // DequantizeReduce: bytes between them
   // Chunk pipelining (sched/pipeline.hpp). stage: the step's place in the algorithm, the same
   // for matching steps on every rank even where a rank skips a stage (-1: its index in the
   // list). wave: consecutive steps with one wave >= 0 run at once, started nonblocking and
@@ -78,6 +93,10 @@ struct Schedule {
   // reduce-scatter steps of at least this many input bytes by direct exchange, allgatherv steps
   // of at least this many bytes in all as an allgather of padded pieces. Max: never.
   int64_t direct_rs_from = INT64_MAX, padded_agv_from = INT64_MAX;
+  // Quantized schedules: bits per value (8 or 4; 0: exact), values per block, bytes of the
+  // Records buffer, values of the call site's residual (error feedback) the steps address.
+  int quant_bits = 0;
+  int64_t quant_block = 0, records = 0, residual = 0;
   std::vector<Step> steps;
 };
 

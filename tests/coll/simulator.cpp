@@ -1,8 +1,12 @@
 #include "simulator.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <map>
 #include <sstream>
+
+#include "quant/quant.hpp"
 
 namespace coll_test {
 
@@ -30,10 +34,53 @@ struct Sim {
   const hier::topo::Shape& s;
   const std::vector<hier::sched::Schedule>& sc;
   std::vector<RankData>& d;
-  std::vector<std::vector<int64_t>> scratch;
+  std::vector<std::vector<int64_t>> scratch, records;
   std::string err;
+  bool doubles = false;  // quantized schedules: values are float64 bit patterns
 
-  std::vector<int64_t>& buf(int r, Buf b) { return b == Buf::Send ? d[r].send : b == Buf::Recv ? d[r].recv : scratch[r]; }
+  std::vector<int64_t>& buf(int r, Buf b) {
+    return b == Buf::Send ? d[r].send : b == Buf::Recv ? d[r].recv : b == Buf::Records ? records[r] : scratch[r];
+  }
+  // The sum of two values: int64, or float64 in quantized schedules.
+  int64_t add(int64_t a, int64_t b) const {
+    return doubles ? std::bit_cast<int64_t>(std::bit_cast<double>(a) + std::bit_cast<double>(b)) : a + b;
+  }
+  std::vector<unsigned char> bytes_of(int r, const Ref& ref, int64_t n) {
+    const int64_t* p = at(r, ref, n);
+    std::vector<unsigned char> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(p[i]);
+    return v;
+  }
+  void quant_step(int r, const Step& st) {
+    const auto& sc_r = sc[r];
+    const int64_t n = st.count, B = sc_r.quant_block;
+    const int bits = sc_r.quant_bits;
+    if (n <= 0) return;
+    const int64_t rec = hier::quant::quantized_bytes(n, B, bits);
+    std::vector<double> x(static_cast<size_t>(n));
+    if (st.kind == Kind::Quantize) {
+      no_alias(r, st.src, n, st.dst, rec);
+      const int64_t* p = at(r, st.src, n);
+      for (int64_t i = 0; i < n; ++i) x[i] = std::bit_cast<double>(p[i]);
+      std::vector<unsigned char> out(static_cast<size_t>(rec));
+      hier::quant::quantize(x.data(), n, B, bits, out.data());
+      int64_t* q = at(r, st.dst, rec);
+      for (int64_t i = 0; i < rec; ++i) q[i] = out[i];
+      return;
+    }
+    if (st.kind == Kind::Dequantize) {
+      const auto in = bytes_of(r, st.src, rec);
+      hier::quant::dequantize(in.data(), n, B, bits, x.data());
+    } else {  // DequantizeReduce: the parts summed in order 0..parts-1 into zeros
+      std::fill(x.begin(), x.end(), 0.0);
+      for (int k = 0; k < st.parts; ++k) {
+        const auto in = bytes_of(r, Ref{st.src.buf, st.src.off + k * st.part_bytes}, rec);
+        hier::quant::dequantize_add(in.data(), n, B, bits, x.data());
+      }
+    }
+    int64_t* out = at(r, st.dst, n);
+    for (int64_t i = 0; i < n; ++i) out[i] = std::bit_cast<int64_t>(x[i]);
+  }
   // A checked view of [ref.off, ref.off + n) on rank r.
   int64_t* at(int r, const Ref& ref, int64_t n) {
     auto& v = buf(r, ref.buf);
@@ -61,9 +108,11 @@ struct Sim {
       auto& b = d[r].send_blocks.at(st.block);
       if (static_cast<int64_t>(b.size()) != st.count) fail(r, "load_block size");
       std::copy_n(b.data(), std::min<int64_t>(st.count, b.size()), at(r, st.dst, st.count));
-    } else {
+    } else if (st.kind == Kind::StoreBlock) {
       auto& b = d[r].recv_blocks.at(st.block);
       b.assign(at(r, st.src, st.count), at(r, st.src, st.count) + st.count);
+    } else {
+      quant_step(r, st);
     }
   }
 
@@ -77,6 +126,10 @@ struct Sim {
       if ((o.wave >= 0) != (f.wave >= 0))
         return fail(m[i], std::string("mismatch with rank ") + std::to_string(m[0]) + ": blocking and nonblocking " +
                               hier::sched::to_string(f.kind));
+      if (f.kind == Kind::Alltoallv) {  // what member i sends member j is what j expects from i
+        if (o.kind != f.kind) return fail(m[i], "mismatch in alltoallv");
+        continue;
+      }
       if (o.kind != f.kind || o.root != f.root || o.counts != f.counts || o.displs != f.displs ||
           (f.kind != Kind::Gatherv && f.kind != Kind::Scatterv && f.kind != Kind::Reduce && o.count != f.count &&
            f.kind != Kind::Allgatherv && f.kind != Kind::ReduceScatter))
@@ -95,7 +148,7 @@ struct Sim {
         std::vector<int64_t> sum(total, 0);
         for (int i = 0; i < k; ++i) {
           const int64_t* p = at(m[i], steps[i]->src, total);
-          for (int64_t x = 0; x < total; ++x) sum[x] += p[x];
+          for (int64_t x = 0; x < total; ++x) sum[x] = add(sum[x], p[x]);
         }
         for (int j = 0; j < k; ++j) {
           no_alias(m[j], steps[j]->src, total, steps[j]->dst, f.counts[j]);
@@ -110,7 +163,7 @@ struct Sim {
         for (int i = 0; i < k; ++i) {
           if (steps[i]->in_place && f.kind == Kind::Reduce) return fail(m[i], "in-place reduce (MPICH 4.0.2 bug)");
           const int64_t* p = steps[i]->in_place ? at(m[i], steps[i]->dst, f.count) : at(m[i], steps[i]->src, f.count);
-          for (int64_t x = 0; x < f.count; ++x) sum[x] += p[x];
+          for (int64_t x = 0; x < f.count; ++x) sum[x] = add(sum[x], p[x]);
         }
         for (int j = 0; j < k; ++j) {
           if (!all && j != f.root) continue;
@@ -175,6 +228,29 @@ struct Sim {
         for (int j = 0; j < k; ++j) std::copy(out[j].begin(), out[j].end(), at(m[j], steps[j]->dst, k * f.count));
         break;
       }
+      case Kind::Alltoallv: {
+        // Member i's piece for j: counts[j] at displs[j] of i's src, to rdispls[i] of j's dst.
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j)
+            if (steps[i]->counts.at(j) != steps[j]->rcounts.at(i))
+              return fail(m[j], "alltoallv: rank " + std::to_string(m[i]) + " sends " +
+                                    std::to_string(steps[i]->counts[j]) + ", expected " +
+                                    std::to_string(steps[j]->rcounts[i]));
+        std::vector<std::vector<std::vector<int64_t>>> piece(k, std::vector<std::vector<int64_t>>(k));
+        for (int i = 0; i < k; ++i)
+          for (int j = 0; j < k; ++j) {
+            const Step& a = *steps[i];
+            const int64_t* p = at(m[i], Ref{a.src.buf, a.src.off + a.displs[j]}, a.counts[j]);
+            piece[i][j].assign(p, p + a.counts[j]);
+          }
+        for (int j = 0; j < k; ++j)
+          for (int i = 0; i < k; ++i) {
+            const Step& b = *steps[j];
+            std::copy(piece[i][j].begin(), piece[i][j].end(),
+                      at(m[j], Ref{b.dst.buf, b.dst.off + b.rdispls[i]}, b.rcounts[i]));
+          }
+        break;
+      }
       default: fail(m[0], "unexpected collective");
     }
   }
@@ -217,6 +293,22 @@ struct Sim {
       case Kind::Send: rd(st.src, st.count); break;
       case Kind::Recv: wr(st.dst, st.count); break;
       case Kind::Barrier: break;
+      case Kind::Alltoallv: {
+        int64_t rspan = 0;
+        for (size_t j = 0; j < st.rcounts.size(); ++j) rspan = std::max(rspan, st.rdispls[j] + st.rcounts[j]);
+        rd(st.src, span);
+        wr(st.dst, rspan);
+        break;
+      }
+      case Kind::Quantize:
+      case Kind::Dequantize:
+      case Kind::DequantizeReduce: {
+        const int64_t rec = hier::quant::quantized_bytes(st.count, sc[r].quant_block, sc[r].quant_bits);
+        const bool q = st.kind == Kind::Quantize;
+        rd(st.src, q ? st.count : st.kind == Kind::Dequantize ? rec : rec + (st.parts - 1) * st.part_bytes);
+        wr(st.dst, q ? rec : st.count);
+        break;
+      }
     }
     return a;
   }
@@ -244,7 +336,12 @@ struct Sim {
     for (int r = 0; r < P; ++r) check_waves(r);
     if (!err.empty()) return err;
     scratch.resize(P);
-    for (int r = 0; r < P; ++r) scratch[r].assign(sc[r].scratch, -999);
+    records.resize(P);
+    for (int r = 0; r < P; ++r) {
+      scratch[r].assign(sc[r].scratch, -999);
+      records[r].assign(sc[r].records, 0xee);
+      doubles = doubles || sc[r].quant_bits != 0;
+    }
     std::vector<size_t> pc(P, 0);
     for (;;) {
       bool progress = false, done = true;
@@ -313,7 +410,7 @@ struct Sim {
 
 std::string simulate(const hier::topo::Shape& s, const std::vector<hier::sched::Schedule>& scheds,
                      std::vector<RankData>& data) {
-  Sim sim{s, scheds, data, {}, {}};
+  Sim sim{s, scheds, data, {}, {}, {}, false};
   return sim.run();
 }
 

@@ -6,6 +6,10 @@
 // (Step::wave) run in their listed order, which is one valid order of a wave's nonblocking
 // steps; the simulator also fails when steps of one wave touch the same data (one writing),
 // and when a blocking step meets a nonblocking one.
+// Quantized schedules (Schedule::quant_bits, sched/build_quant.cpp): the values are float64,
+// each held as its bit pattern in an int64 (std::bit_cast), summed as float64; the Records
+// buffer holds one byte per int64; Quantize / Dequantize / DequantizeReduce run the host
+// kernels of src/quant (float64), so a walked schedule gives the very values a rank computes.
 #pragma once
 
 #include <cstdint>

@@ -716,7 +716,9 @@ void ag_mixed_case(int64_t c, bool in_place, int variant, int seed) {
       }
     }
   // Quantized on every rank: some value moved (random data; no rank took the exact schedule).
-  if (quant) EXPECT_GT(worst, 0.0) << what << ": expected the quantized schedule, got exact values";
+  if (quant) {
+    EXPECT_GT(worst, 0.0) << what << ": expected the quantized schedule, got exact values";
+  }
 }
 
 TEST(QuantMixedTypes, AllgatherReceiveLayouts) {
