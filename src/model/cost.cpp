@@ -144,6 +144,13 @@ double algo_cost(Op op, Algo a, double n, int members, const Net& net, double re
       return (m - 1) * net.shift(1, piece);
     case Op::Bcast:
       if (a == Algo::ScatterAllgather) return binomial_scatter(n, m, net) + (m - 1) * net.shift(1, piece);
+      if (a == Algo::RecursiveDoubling) {
+        // MPICH's medium bcast: the binomial scatter, then a recursive-doubling allgather of the
+        // pieces (log2 rounds instead of the ring's m - 1).
+        t = binomial_scatter(n, m, net);
+        for (int64_t d = 1; d < pof2_below(m); d *= 2) t += net.exchange(d, piece * d);
+        return t + (m == pof2_below(m) ? 0 : net.shift(1, n));
+      }
       if (a == Algo::Linear) {
         for (int64_t d = 1; d < m; ++d) t += net.tree(d, n);
         return t;

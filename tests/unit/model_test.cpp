@@ -107,6 +107,18 @@ TEST(Model, LinearAlltoallByHand) {
   EXPECT_DOUBLE_EQ(model::algo_cost(model::Op::Alltoall, model::Algo::Pairwise, 4096, 4, net, 0), 6072.0);
 }
 
+// MPICH's medium bcast (12 KiB to 512 KiB on a power-of-two communicator): the binomial scatter,
+// then a recursive-doubling allgather: 4 members, 4096 B, inside a node of simple() (1000 ns +
+// 1 ns/B): the same scatter as the scatter-allgather bcast, then exchanges of 1024 B and 2048 B
+// (2024 + 3048) instead of the ring's 3 shifts of 1024 B (3 x 2024).
+TEST(Model, RecursiveDoublingBcastByHand) {
+  const model::Model m = simple();
+  const model::LevelNet net(m.intra, 1);
+  const double sa = model::algo_cost(model::Op::Bcast, model::Algo::ScatterAllgather, 4096, 4, net, 0);
+  EXPECT_DOUBLE_EQ(model::algo_cost(model::Op::Bcast, model::Algo::RecursiveDoubling, 4096, 4, net, 0),
+                   sa - 3 * 2024.0 + 2024.0 + 3048.0);
+}
+
 // 2 nodes x 2 ranks, allreduce of 1024 floats (4096 B) as rs-ar-ag, for rank 0:
 //   reduce_scatter in the node (ring, 2 members): 1000 + 2048 x 1 + 2048 x 0.5        =  4072
 //   allreduce across (ring, 2 members, 2048 B, both node positions cross: 20 ns/B):
