@@ -7,6 +7,7 @@
 
 #include "diag/log.hpp"
 #include "dtype/decode.hpp"
+#include "dtype/signature.hpp"
 
 namespace hier::dtype {
 namespace {
@@ -121,6 +122,7 @@ Canon* canonicalize(MPI_Datatype t) {
   c->extent = ext;
   c->true_lb = tlb;
   c->true_extent = text;
+  c->elem = signature_elem_walk(t);
   if (size == MPI_UNDEFINED || ext == MPI_UNDEFINED) {
     c->why = "size or extent beyond MPI_Count";
     return c;

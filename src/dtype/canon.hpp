@@ -36,6 +36,9 @@ struct Canon {
   bool contiguous = false;  // and consecutive elements touch: count elements are one run
   int64_t blocks = 0;       // contiguous runs per element
   int64_t min_block = 0;    // narrowest run (bytes)
+  // The type signature's one element type, or MPI_DATATYPE_NULL (dtype/signature.hpp); set
+  // whether or not the layout has an exact form.
+  MPI_Datatype elem = MPI_DATATYPE_NULL;
   std::atomic<int> refs{1};
 
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }

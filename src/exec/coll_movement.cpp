@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "dtype/signature.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/executor.hpp"
@@ -92,9 +93,15 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   for (size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * rt.size;
   const int64_t total = std::accumulate(bytes.begin(), bytes.end(), int64_t{0});
   if (total <= 0 || total > INT_MAX) return std::nullopt;
-  // The allgather's schedule runs in bytes; its element size is the receive type's, which the
-  // planner's cost of the quantized allgather needs (float32 and float64 values differ).
-  auto p = prepare(coll, total, comm, coll == Coll::Allgather ? static_cast<int64_t>(rt.size) : 1, req != nullptr);
+  // The allgather's schedule runs in bytes; its element size is the size of its type signature's
+  // element type (4: floats, 8: doubles, 1: anything else), which the planner's cost of the
+  // quantized allgather needs. Never the receive type's own size: ranks may pass the same
+  // signature as MPI_FLOAT x 2n or as a type of 2 floats x n, and must plan alike.
+  int64_t elem_size = 1;
+  if (coll == Coll::Allgather)
+    if (const MPI_Datatype e = dtype::signature_elem(recvtype); e == MPI_FLOAT || e == MPI_DOUBLE)
+      elem_size = e == MPI_FLOAT ? 4 : 8;
+  auto p = prepare(coll, total, comm, elem_size, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized.
   // Blocking only (a nonblocking call must return a request, which the quantized path has not).

@@ -53,6 +53,7 @@
 #include "diag/log.hpp"
 #include "exec/direct.hpp"
 #include "exec/executor.hpp"
+#include "dtype/signature.hpp"
 #include "quant/quant.hpp"
 
 namespace hier::exec {
@@ -512,8 +513,18 @@ struct AgLayout {
   }
 };
 
+// Where the allgather's result goes: block r (c values) at base + r * stride, dense, or through
+// `type` (count elements) from the staging `x` (c values) when the receive layout is not dense.
+struct Unpack {
+  char* base;
+  int64_t stride;
+  const TypeInfo* type;
+  int64_t count;
+  char* x;
+};
+
 template <class T>
-int run_ag(const AgLayout& g, char* mem, const T* x, char* out, const topo::Levels& lv, T* res) {
+int run_ag(const AgLayout& g, char* mem, const T* x, const Unpack& out, const topo::Levels& lv, T* res) {
   char* my = mem + g.off_my;
   char* bundle = mem + g.off_bundle;
   char* all = mem + g.off_all;
@@ -526,11 +537,25 @@ int run_ag(const AgLayout& g, char* mem, const T* x, char* out, const topo::Leve
   err = PMPI_Allgather(bundle, g.N * qb, MPI_BYTE, all, g.N * qb, MPI_BYTE, lv.node);  // all[l][m]
   if (err != MPI_SUCCESS) return err;
   for (int l = 0; l < g.L; ++l)
-    for (int m = 0; m < g.N; ++m)
-      quant::dequantize(all + (int64_t{l} * g.N + m) * g.qb, g.c, kb(), g.bits,
-                        reinterpret_cast<T*>(out + g.at[m * g.L + l] * g.c * g.elem));
+    for (int m = 0; m < g.N; ++m) {
+      const char* rec = all + (int64_t{l} * g.N + m) * g.qb;
+      char* dst = out.base + g.at[m * g.L + l] * out.stride;
+      if (!out.type) {
+        quant::dequantize(rec, g.c, kb(), g.bits, reinterpret_cast<T*>(dst));
+        continue;
+      }
+      quant::dequantize(rec, g.c, kb(), g.bits, reinterpret_cast<T*>(out.x));
+      if (int rc = unpack(out.x, out.count, *out.type, dst); rc != MPI_SUCCESS) return rc;
+    }
   return MPI_SUCCESS;
 }
+
+// Whether a reduction's datatype may run quantized: the predefined MPI_FLOAT / MPI_DOUBLE (the
+// handle). The standard asks for the same datatype on every rank of a reduction, and both MPIs
+// reject MPI_SUM on a derived datatype, a duplicate of MPI_FLOAT included (MPI_ERR_OP: Open MPI
+// 4.1, MPICH 4.0), so no correct program passes MPI_FLOAT on one rank and an equivalent derived
+// type on another, and such a call still fails as with the MPI alone.
+bool reduction_type(MPI_Datatype type) { return type == MPI_FLOAT || type == MPI_DOUBLE; }
 
 }  // namespace
 
@@ -540,11 +565,11 @@ diag::AlgoTag take_algo_tag() {
   return t;
 }
 
-int quant_bits(Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
-               const model::Plan& plan, const topo::Levels& lv) {
+int quant_bits(Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const model::Plan& plan,
+               const topo::Levels& lv) {
   if (!plan.quant_bits || config::get().quant_for(coll) == config::Quant::Off) return 0;
   if (coll != Coll::Allgather && op != MPI_SUM) return 0;
-  if ((type != MPI_FLOAT && type != MPI_DOUBLE) || !t.dense) return 0;
+  if (elem != MPI_FLOAT && elem != MPI_DOUBLE) return 0;
   if (values < kb() * lv.size) return 0;  // the floor: one block per rank
   if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
     return 0;
@@ -555,7 +580,8 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
                                    MPI_Op op, const TypeInfo& t) {
   if (count <= 0) return std::nullopt;
   const topo::Levels& lv = *p.ctx->levels;
-  const int bits = quant_bits(Coll::Allreduce, type, op, t, count, p.plan, lv);
+  if (!reduction_type(type)) return std::nullopt;
+  const int bits = quant_bits(Coll::Allreduce, type, op, count, p.plan, lv);
   if (!bits) return std::nullopt;
   const Layout g(lv, count, t, bits, p.plan);
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
@@ -607,9 +633,12 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
 std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* sendbuf, void* recvbuf,
                                         const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t) {
   const topo::Levels& lv = *p.ctx->levels;
+  if (static_cast<int>(counts.size()) != lv.size) return std::nullopt;
+  if (!reduction_type(t.type)) return std::nullopt;
+  const MPI_Datatype elem = t.type;
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  if (total <= 0 || static_cast<int>(counts.size()) != lv.size) return std::nullopt;
-  const int bits = quant_bits(coll, t.type, op, t, total, p.plan, lv);
+  if (total <= 0) return std::nullopt;
+  const int bits = quant_bits(coll, elem, op, total, p.plan, lv);
   if (!bits) return std::nullopt;
   const RsLayout g(lv, counts, t, bits, p.plan);
   // Every byte count of the level collectives is an int.
@@ -656,51 +685,72 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
                                    void* recvbuf, int recvcount, const TypeInfo& rt) {
   const topo::Levels& lv = *p.ctx->levels;
   if (recvcount <= 0) return std::nullopt;
-  const int bits = quant_bits(Coll::Allgather, rt.type, MPI_SUM, rt, int64_t{recvcount} * lv.size, p.plan, lv);
+  // Ranks may pass receive types of the same signature in different layouts (MPI_FLOAT x 2n here,
+  // a contiguous type of 2 floats x n or a strided one there): everything below that ranks must
+  // agree on (the decision, the key, the layout in scratch) reads the signature only, c values of
+  // its element type per rank; a rank whose own layout is not dense packs and unpacks its part.
+  const MPI_Datatype elem = dtype::signature_elem(rt.type);
+  if (elem != MPI_FLOAT && elem != MPI_DOUBLE) return std::nullopt;
+  const TypeInfo et = type_info(elem);
+  const int64_t c = int64_t{recvcount} * rt.size / et.size;
+  if (c > INT_MAX) return std::nullopt;
+  const int bits = quant_bits(Coll::Allgather, elem, MPI_SUM, c * lv.size, p.plan, lv);
   if (!bits) return std::nullopt;
-  const AgLayout g(lv, recvcount, rt, bits);
+  const AgLayout g(lv, c, et, bits);
   if (int64_t{lv.size} * g.qb > INT_MAX / 2) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int64_t mybytes = g.c * g.elem, allbytes = mybytes * lv.size;
-  const auto s = quant_schedule(p, quant_key(Coll::Allgather, p, false, recvcount, rt, bits), "allgather",
-                                            bits, g.bytes, 0, check_bytes_if(allbytes + mybytes));
+  // The check's memory: the exact result, my input, and the result as dense values (a non-dense
+  // receive type's, packed): reserved whatever this rank's layout, which is not in the key.
+  const auto s = quant_schedule(p, quant_key(Coll::Allgather, p, false, c, et, bits), "allgather",
+                                            bits, g.bytes, 0, check_bytes_if(2 * allbytes + mybytes));
   if (!s) return std::nullopt;
   char* mem = p.ctx->scratch.get(static_cast<size_t>(g.bytes));
   if (!mem) return MPI_ERR_NO_MEM;
-  // My block as values of the receive type: in place from recvbuf; else the send buffer when
-  // its type is the receive type, or packed (a send type with the same signature) into scratch.
+  // My block as c dense values: the user's buffer (my block of recvbuf in place) where its type
+  // is dense, else packed into scratch (x, reserved on every rank: the layout is not in the key).
   char* recv = static_cast<char*>(recvbuf);
-  const char* src = in_place ? recv + int64_t{lv.rank} * mybytes : static_cast<const char*>(sendbuf);
+  const int64_t block_stride = int64_t{recvcount} * rt.extent;  // recvbuf's blocks, in this rank's layout
+  const TypeInfo st = in_place ? rt : type_info(sendtype);
+  const int64_t scount = in_place ? recvcount : sendcount;
+  const char* src = in_place ? recv + lv.rank * block_stride : static_cast<const char*>(sendbuf);
+  if (!st.ok || scount * st.size != mybytes) return MPI_ERR_TYPE;  // every rank got here: report it
   char* x = mem + g.off_x;
   bool src_in_x = false;
-  if (!in_place && sendtype != rt.type) {
-    const TypeInfo st = type_info(sendtype);
-    if (!st.ok || int64_t{sendcount} * st.size != mybytes) return MPI_ERR_TYPE;  // all ranks got here: report it
-    if (int rc = pack(src, sendcount, st, x); rc != MPI_SUCCESS) return rc;
+  if (!st.dense) {
+    if (int rc = pack(src, scount, st, x); rc != MPI_SUCCESS) return rc;
     src_in_x = true;
   }
-  HIER_TRACE("exec", "rank %d: MPI_Allgather of %d %s per rank quantized %s, block %lld, across %d nodes of %d",
-             lv.rank, recvcount, rt.type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
+  HIER_TRACE("exec", "rank %d: MPI_Allgather of %lld %s per rank quantized %s, block %lld, across %d nodes of %d",
+             lv.rank, static_cast<long long>(c), elem == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
              static_cast<long long>(kb()), g.N, g.L);
   g_tag = bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   const Site site{p.ctx, Coll::Allgather, src, recvcount};
   const bool check = check_this_call(p.ctx, Coll::Allgather);
-  char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(allbytes + mybytes)) : nullptr;
+  char* chk = check ? p.ctx->tmp[1].get(static_cast<size_t>(2 * allbytes + mybytes)) : nullptr;
   if (check) std::memcpy(chk + allbytes, src_in_x ? x : src, static_cast<size_t>(mybytes));
   char* r = residual(site, mybytes);
   if (r && !src_in_x) std::memcpy(x, src, static_cast<size_t>(mybytes));  // feedback adds to a copy
   const char* q = r || src_in_x ? x : src;
-  int rc = rt.type == MPI_FLOAT
-               ? run_ag<float>(g, mem, reinterpret_cast<const float*>(q), recv, lv, reinterpret_cast<float*>(r))
-               : run_ag<double>(g, mem, reinterpret_cast<const double*>(q), recv, lv, reinterpret_cast<double*>(r));
+  // A non-dense receive type: each block dequantized into x (free again once my records are
+  // made) and unpacked into its place.
+  const Unpack out{recv, block_stride, rt.dense ? nullptr : &rt, recvcount, x};
+  int rc = elem == MPI_FLOAT
+               ? run_ag<float>(g, mem, reinterpret_cast<const float*>(q), out, lv, reinterpret_cast<float*>(r))
+               : run_ag<double>(g, mem, reinterpret_cast<const double*>(q), out, lv, reinterpret_cast<double*>(r));
   if (rc != MPI_SUCCESS) return rc;
   note_call(Coll::Allgather, bits, mybytes * (g.N - 1), g.qb * (g.N - 1), p.plan);
   if (check) {
-    rc = PMPI_Allgather(chk + allbytes, recvcount, rt.type, chk, recvcount, rt.type, p.ctx->comm);
+    rc = PMPI_Allgather(chk + allbytes, static_cast<int>(c), elem, chk, static_cast<int>(c), elem, p.ctx->comm);
     if (rc != MPI_SUCCESS) return rc;
-    const int64_t n = int64_t{recvcount} * lv.size;
-    if (rt.type == MPI_FLOAT) note_check(site, reinterpret_cast<float*>(recv), reinterpret_cast<float*>(chk), n);
-    else note_check(site, reinterpret_cast<double*>(recv), reinterpret_cast<double*>(chk), n);
+    const int64_t n = c * lv.size;
+    const char* got = recv;
+    if (!rt.dense) {
+      got = chk + allbytes + mybytes;
+      if ((rc = pack(recv, int64_t{recvcount} * lv.size, rt, chk + allbytes + mybytes)) != MPI_SUCCESS) return rc;
+    }
+    if (elem == MPI_FLOAT) note_check(site, reinterpret_cast<const float*>(got), reinterpret_cast<float*>(chk), n);
+    else note_check(site, reinterpret_cast<const double*>(got), reinterpret_cast<double*>(chk), n);
   }
   return MPI_SUCCESS;
 }

@@ -1,6 +1,6 @@
 // Quantized hierarchical collectives (issue 13, HIER_QUANT=int8|int4, docs/quantization.md):
-// MPI_Allreduce and MPI_Reduce_scatter(_block) with MPI_SUM, and MPI_Allgather, of dense
-// MPI_FLOAT / MPI_DOUBLE on cartesian 2-level shapes, where the planner predicts them faster.
+// MPI_Allreduce and MPI_Reduce_scatter(_block) with MPI_SUM on MPI_FLOAT / MPI_DOUBLE, and
+// MPI_Allgather of float / double type signatures (any handle or layout) on cartesian 2-level shapes, where the planner predicts them faster.
 // Lossy, within a stated bound; every rank still gets the same bits. Everything else stays
 // exact. Error feedback (HIER_QUANT_FEEDBACK), the check (HIER_QUANT_CHECK) and the report's
 // "quantization" section live here too.
@@ -19,14 +19,15 @@ namespace hier::exec {
 
 // The decision, in one place: the bits (8 or 4) to quantize a call of `coll` with, or 0 to stay
 // exact. The planner weighs the quantized schedule against its best exact plan and keeps a floor
-// (model/cost_quant.hpp: plan.quant_bits); this adds what the plan cannot see: the type (the
-// predefined MPI_FLOAT / MPI_DOUBLE handle, dense), the op (MPI_SUM; any for allgather) and the
-// level communicators. Uses only what every rank shares: the configuration, the arguments MPI
-// requires to be equal, the shape, the plan made from them.
-// `values`: the call's whole buffer in values; the floor is checked again here in values (the
-// plan's floor is in bytes of its elem_size, which a rank's type decides).
-int quant_bits(config::Coll coll, MPI_Datatype type, MPI_Op op, const TypeInfo& t, int64_t values,
-               const model::Plan& plan, const topo::Levels& lv);
+// (model/cost_quant.hpp: plan.quant_bits); this adds what the plan cannot see: the element type
+// of the call's type signature (`elem`, dtype/signature.hpp: MPI_FLOAT or MPI_DOUBLE, whatever
+// the handle or layout a rank passes), the op (MPI_SUM; any for allgather) and the level
+// communicators. Uses only what every rank shares: the configuration, the type signature and
+// the other arguments MPI requires to be equal, the shape, the plan made from them.
+// `values`: the call's whole buffer in values of `elem`; the floor is checked again here in
+// values (the plan's floor is in bytes of its elem_size).
+int quant_bits(config::Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const model::Plan& plan,
+               const topo::Levels& lv);
 
 // The quantized path of exec::allreduce, given the call's prepared context. Null when the call
 // is not eligible (the decision uses only the arguments, the configuration and the shape, so it
@@ -36,8 +37,9 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
                                    MPI_Op op, const TypeInfo& t);
 
 // The quantized paths of reduce_scatter_block / reduce_scatter (`counts` per rank, `coll` says
-// which) and of allgather (recvtype's TypeInfo `rt`; the send type may differ from it in layout
-// only). Same contract as quant_allreduce.
+// which) and of allgather (recvtype's TypeInfo `rt`; the send type, and the other ranks' types,
+// may differ from it in layout: a non-dense layout is packed and unpacked through the datatype
+// engine). Same contract as quant_allreduce.
 std::optional<int> quant_reduce_scatter(Prepared& p, config::Coll coll, const void* sendbuf, void* recvbuf,
                                         const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t);
 std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,

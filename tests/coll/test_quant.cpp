@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -568,3 +569,165 @@ TEST(QuantFeedback, AccumulatedSumConverges) {
 }
 
 }  // namespace
+
+// ---- Types of the same signature in different layouts on different ranks --------------------
+// The standard lets the ranks of an allgather pass different receive (and send) types of one
+// type signature. Every rank must take the same schedule (quantized or exact) whatever its own
+// layout: before the decision read the signature only, such mixes split the ranks and hung
+// (the test's TIMEOUT turns that into a failure). Results: within the bound of the PMPI result,
+// the same values on every rank, and the gaps of a strided layout untouched.
+
+// A layout of values of T: an MPI type and where value i (of a run of count * per values) sits.
+struct TypeLayout {
+  const char* name;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int per = 1;               // values per element of `type`
+  int64_t extent_values = 1;  // element extent, in values
+  std::vector<int64_t> at;   // value k of an element at this value offset in it
+  bool owned = false;
+  int64_t offset(int64_t i) const { return (i / per) * extent_values + at[static_cast<size_t>(i % per)]; }
+  int64_t span(int64_t n) const {  // values a buffer of n values (whole elements) spans
+    return n == 0 ? 0 : (n / per - 1) * extent_values + *std::max_element(at.begin(), at.end()) + 1;
+  }
+  ~TypeLayout() {
+    if (owned) MPI_Type_free(&type);
+  }
+};
+
+constexpr int kLayouts = 6;
+
+template <class T>
+std::unique_ptr<TypeLayout> make_layout(int which) {
+  const MPI_Datatype b = mpi_type<T>();
+  const MPI_Aint sz = sizeof(T);
+  auto l = std::make_unique<TypeLayout>();
+  l->owned = true;
+  switch (which % kLayouts) {
+    case 0:  // the predefined type
+      l->name = "plain";
+      l->type = b;
+      l->owned = false;
+      l->at = {0};
+      break;
+    case 1:  // a contiguous type of 2 values (count halved)
+      l->name = "contiguous2";
+      MPI_Type_contiguous(2, b, &l->type);
+      l->per = 2;
+      l->extent_values = 2;
+      l->at = {0, 1};
+      break;
+    case 2: {  // one value per 2 slots: a gap after every value
+      l->name = "resized-gap";
+      MPI_Type_create_resized(b, 0, 2 * sz, &l->type);
+      l->extent_values = 2;
+      l->at = {0};
+      break;
+    }
+    case 3: {  // vector of 2 values at stride 2: [v . v], extent 3
+      l->name = "vector";
+      MPI_Type_vector(2, 1, 2, b, &l->type);
+      l->per = 2;
+      l->extent_values = 3;
+      l->at = {0, 2};
+      break;
+    }
+    case 4: {  // struct {v, int x 0, v} with its second value first in memory, resized to 4
+      l->name = "struct";
+      int bl[3] = {1, 0, 1};
+      MPI_Aint disp[3] = {3 * sz, 0, sz};
+      MPI_Datatype ts[3] = {b, MPI_INT, b};
+      MPI_Datatype s;
+      MPI_Type_create_struct(3, bl, disp, ts, &s);
+      MPI_Type_create_resized(s, 0, 4 * sz, &l->type);
+      MPI_Type_free(&s);
+      l->per = 2;
+      l->extent_values = 4;
+      l->at = {3, 1};
+      break;
+    }
+    default:  // a duplicate of the predefined type
+      l->name = "dup";
+      MPI_Type_dup(b, &l->type);
+      l->at = {0};
+      break;
+  }
+  if (l->owned) MPI_Type_commit(&l->type);
+  return l;
+}
+
+template <class T>
+void ag_mixed_case(int64_t c, bool in_place, int variant, int seed) {
+  const World w = world();
+  const auto rl = make_layout<T>(w.rank + variant);
+  const auto sl = make_layout<T>(w.rank + variant + 2);
+  const std::string what = std::string("mixed allgather ") + (std::is_same_v<T, float> ? "float" : "double") +
+                           " count " + std::to_string(c) + (in_place ? " in-place" : "") + " recv " + rl->name +
+                           " send " + sl->name + " seed " + std::to_string(seed);
+  std::vector<T> mine(c);
+  for (int64_t i = 0; i < c; ++i) mine[i] = static_cast<T>(input(w.rank, i, seed));
+  // The PMPI result, dense.
+  std::vector<T> ref(static_cast<size_t>(c) * w.size);
+  PMPI_Allgather(mine.data(), static_cast<int>(c), mpi_type<T>(), ref.data(), static_cast<int>(c), mpi_type<T>(),
+                 MPI_COMM_WORLD);
+  const int64_t n = c * w.size;
+  const T sentinel = T(-12345.5);
+  std::vector<T> recv(static_cast<size_t>(rl->span(n)), sentinel);
+  std::vector<T> send(static_cast<size_t>(sl->span(c)), sentinel);
+  for (int64_t i = 0; i < c; ++i) send[sl->offset(i)] = mine[i];
+  const int rcount = static_cast<int>(c / rl->per), scount = static_cast<int>(c / sl->per);
+  int rc;
+  if (in_place) {
+    for (int64_t i = 0; i < c; ++i) recv[rl->offset(w.rank * c + i)] = mine[i];
+    rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv.data(), rcount, rl->type, MPI_COMM_WORLD);
+  } else {
+    rc = MPI_Allgather(send.data(), scount, sl->type, recv.data(), rcount, rl->type, MPI_COMM_WORLD);
+  }
+  ASSERT_EQ(rc, MPI_SUCCESS) << what;
+  // The values, dense, and the gaps untouched.
+  std::vector<T> got(static_cast<size_t>(n));
+  std::vector<char> is_value(recv.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    got[i] = recv[rl->offset(i)];
+    is_value[rl->offset(i)] = 1;
+  }
+  for (size_t k = 0; k < recv.size(); ++k)
+    if (!is_value[k] && std::memcmp(&recv[k], &sentinel, sizeof(T)) != 0) {
+      ADD_FAILURE() << what << ": the gap at value slot " << k << " was written";
+      break;
+    }
+  expect_same_everywhere(got.data(), got.size() * sizeof(T), w, what);
+  const bool quant = quantizing() && above_floor(n, w.size);
+  int bad = 0;
+  double worst = 0;
+  for (int r = 0; r < w.size && bad < 5; ++r)
+    for (int64_t b0 = 0; b0 < c && bad < 5; b0 += kBlock) {
+      const int64_t b1 = std::min(c, b0 + kBlock);
+      double mx = 0;
+      for (int64_t i = b0; i < b1; ++i) mx = std::max(mx, std::fabs(static_cast<double>(ref[r * c + i])));
+      const double bound = quant ? mx / (2.0 * w.Q) * slack(w.Q) : 0.0;
+      for (int64_t i = b0; i < b1 && bad < 5; ++i) {
+        const double err = std::fabs(static_cast<double>(got[r * c + i]) - static_cast<double>(ref[r * c + i]));
+        worst = std::max(worst, err);
+        if (!(err <= bound)) {
+          ++bad;
+          ADD_FAILURE() << what << " rank " << r << " element " << i << ": " << got[r * c + i] << " vs PMPI "
+                        << ref[r * c + i] << " (bound " << bound << ")";
+        }
+      }
+    }
+  // Quantized on every rank: some value moved (random data; no rank took the exact schedule).
+  if (quant) EXPECT_GT(worst, 0.0) << what << ": expected the quantized schedule, got exact values";
+}
+
+TEST(QuantMixedTypes, AllgatherReceiveLayouts) {
+  int seed = 700;
+  // Even counts (the 2-value types halve them), below and above the floor.
+  const std::vector<int64_t> cs = std::getenv("COLL_TEST_QUICK") ? std::vector<int64_t>{2, 1030, 4098}
+                                                                  : std::vector<int64_t>{2, 508, 1030, 4098, 16412};
+  for (int64_t c : cs)
+    for (int variant = 0; variant < kLayouts; variant += std::getenv("COLL_TEST_QUICK") ? 3 : 1)
+      for (bool in_place : {false, true}) {
+        ag_mixed_case<float>(c, in_place, variant, seed++);
+        if (variant % 2 == 0) ag_mixed_case<double>(c, in_place, variant, seed++);
+      }
+}
