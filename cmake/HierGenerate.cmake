@@ -1,5 +1,7 @@
 # The wrappers are generated from interposer/api.txt (one table): C wrappers per family,
-# Fortran wrappers (compiled in for Open MPI only) and the Fn enum that the statistics use.
+# Fortran wrappers (compiled in for Open MPI only) and the Fn enum that the statistics use. The
+# generator first checks src/config/collectives.def (the table of rewritten collectives) against
+# api.txt and stops the build with one line where they disagree.
 # Included before any component so that every target can depend on hier_generated.
 set(_gen ${CMAKE_BINARY_DIR}/generated)
 set(_families coll icoll p2p request dtype comm init)
@@ -10,7 +12,9 @@ endforeach()
 add_custom_command(
   OUTPUT ${_outputs}
   COMMAND Python3::Interpreter ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt ${_gen}
+          ${CMAKE_SOURCE_DIR}/src/config/collectives.def
   DEPENDS ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt
+          ${CMAKE_SOURCE_DIR}/src/config/collectives.def
   COMMENT "Generating MPI wrappers from interposer/api.txt")
 add_custom_target(hier_generated DEPENDS ${_outputs})
 add_dependencies(hier_base hier_generated)

@@ -1,6 +1,13 @@
 #!/usr/bin/env python3
 """Generates libhier's MPI wrappers from interposer/api.txt (the one table).
 
+Usage: generate.py API_TXT OUTDIR [COLLECTIVES_DEF]
+With COLLECTIVES_DEF (src/config/collectives.def, the table of collectives libhier rewrites),
+first checks that the two tables agree and exits with one line where they do not: every row's
+blocking function must be in api.txt's coll family and its nonblocking and persistent functions
+in the icoll family; and every nonblocking or persistent form in api.txt of a collective that
+has a row must be that row's.
+
 Outputs, into the directory given as argv[2]:
   hier/fn.hpp            enum Fn (one entry per wrapped function and per _c variant) + metadata
   wrap_<family>.cpp      extern "C" C wrappers: guard -> family dispatch in src/core -> PMPI
@@ -268,9 +275,48 @@ def gen_f_wrappers(funcs, family):
     return "\n".join(out)
 
 
+COLL_ROW = re.compile(r"^\s*HIER_COLL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
+
+
+def check_collectives(funcs, def_path):
+    """One line per disagreement between collectives.def and api.txt (empty: they agree)."""
+    text = Path(def_path).read_text()
+    rows = COLL_ROW.findall(text)
+    n_lines = len(re.findall(r"^\s*HIER_COLL\(", text, re.M))
+    if not rows or len(rows) != n_lines:
+        return [f"{def_path}: a HIER_COLL row that is not HIER_COLL(Name, key, Blocking, Nonblocking, Persistent)"]
+    fam = {f.short: f.family for f in funcs if not f.large}
+    bad = []
+    blocking_of = {}
+    for name, _key, blocking, nonblocking, persistent in rows:
+        for fn, want in ((blocking, "coll"), (nonblocking, "icoll"), (persistent, "icoll")):
+            if fn not in fam:
+                bad.append(f"collectives.def: {name}: MPI_{fn} is not in interposer/api.txt")
+            elif fam[fn] != want:
+                bad.append(f"collectives.def: {name}: MPI_{fn} is in api.txt's {fam[fn]} family, not {want}")
+        blocking_of[nonblocking] = blocking
+        blocking_of[persistent] = blocking
+    blocking = {r[2] for r in rows}
+    for f in funcs:  # vice versa: a request form of a rewritten collective the table does not route
+        if f.large or f.family != "icoll":
+            continue
+        s = f.short
+        base = s[:-5] if s.endswith("_init") else (s[1].upper() + s[2:] if s.startswith("I") else s)
+        if base in blocking and s not in blocking_of:
+            row = next(r[0] for r in rows if r[2] == base)
+            bad.append(f"interposer/api.txt: MPI_{s} is a form of {row} but collectives.def's row does not name it")
+    return bad
+
+
 def main():
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: generate.py API_TXT OUTDIR [COLLECTIVES_DEF]")
     api, outdir = Path(sys.argv[1]), Path(sys.argv[2])
     funcs = load(api)
+    if len(sys.argv) == 4:
+        bad = check_collectives(funcs, sys.argv[3])
+        if bad:
+            sys.exit("generate.py: " + bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
     (outdir / "hier").mkdir(parents=True, exist_ok=True)
     files = {outdir / "hier" / "fn.hpp": gen_fn_header(funcs)}
     for fam in sorted(set(f.family for f in funcs)):

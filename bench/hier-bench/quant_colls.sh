@@ -7,11 +7,12 @@
 #   [HIER_BUILD=build/<MPI>] MPI=openmpi REPS=2 bench/hier-bench/quant_colls.sh
 # COLLS (default "reduce_scatter_block allgather"; allreduce: 16 MiB float32 per rank) and
 # VARIANTS (default "mpi int8 int4"; int8/int4 force the hierarchical schedule with HIER_ALGO=hier,
-# auto-int8/auto-int4 leave the choice, exact or quantized, to the planner) select the runs.
+# auto-int8/auto-int4 leave the choice, exact or quantized, to the planner) select the runs;
+# SHAPES (default "2x2 2x4 4x2", nodes x ranks per node) the shapes.
 cd "$(dirname "$0")/../.."
 mpi=${MPI:-openmpi} reps=${REPS:-2} name=${NAME:-quant}
 b=$(realpath "${HIER_BUILD:-build/$mpi}")
-colls=${COLLS:-reduce_scatter_block allgather} variants=${VARIANTS:-mpi int8 int4}
+colls=${COLLS:-reduce_scatter_block allgather} variants=${VARIANTS:-mpi int8 int4} shapes=${SHAPES:-2x2 2x4 4x2}
 tools/minicluster --name "$name" down >/dev/null 2>&1
 tools/minicluster --name "$name" up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
 trap 'tools/minicluster --name "$name" down >/dev/null 2>&1' EXIT
@@ -34,9 +35,9 @@ run() {  # nodes ppn coll variant rep
 }
 tools/minicluster --name "$name" run --mpi "$mpi" --use-nodes 2 --ppn 2 -- "$b/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1
 for rep in $(seq 1 "$reps"); do
-  for shape in "2 2" "2 4" "4 2"; do
+  for shape in $shapes; do
     for coll in $colls; do
-      for v in $variants; do run $shape $coll $v $rep; done
+      for v in $variants; do run "${shape%x*}" "${shape#*x}" "$coll" "$v" "$rep"; done
     done
   done
 done

@@ -14,12 +14,12 @@ enum class LogLevel : uint8_t { None, Warn, Info, Trace };
 
 // Collectives that HIER_ALGO / HIER_QUANT can name, from the one table (collectives.def).
 enum class Coll : uint8_t {
-#define HIER_COLL(name, key) name,
+#define HIER_COLL(name, key, blocking, nonblocking, persistent) name,
 #include "config/collectives.def"
   Count
 };
 inline constexpr std::array<const char*, static_cast<size_t>(Coll::Count)> kCollKeys = {
-#define HIER_COLL(name, key) key,
+#define HIER_COLL(name, key, blocking, nonblocking, persistent) #key,
 #include "config/collectives.def"
 };
 inline constexpr const char* coll_key(Coll c) { return kCollKeys[static_cast<size_t>(c)]; }

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "config/config.hpp"
+#include "core/colls.hpp"
 #include "device/pointer.hpp"
 #include "device/stage.hpp"
 #include "hier/fn.hpp"
@@ -26,8 +27,15 @@ struct UserBuf {
   int root = -1;      // >= 0: used only at that rank (the MPI ignores it elsewhere)
 };
 
+template <Fn B>
+struct Tag {};
+
 struct Shape {
-  Shape(config::Coll c, MPI_Datatype t, int64_t n_elems, MPI_Comm cm) : coll(c), type(t), count(n_elems), comm(cm) {}
+  // The collective comes from the one table (core/colls.hpp): B is a row's blocking function.
+  template <Fn B>
+  Shape(Tag<B>, MPI_Datatype t, int64_t n_elems, MPI_Comm cm) : coll(coll_of(B)), type(t), count(n_elems), comm(cm) {
+    static_assert(coll_row(B) >= 0 && kColls[coll_row(B)].blocking == B, "not a blocking form in collectives.def");
+  }
   config::Coll coll;
   MPI_Datatype type;  // as exec::may_rewrite sees the call
   int64_t count;
@@ -70,68 +78,65 @@ const void*& slot(P& p) {  // void* and const void* arguments alike
   return *static_cast<const void**>(static_cast<void*>(&p));
 }
 
-template <Fn B>
-struct Tag {};
-
 // One overload per collective, on the arguments as dispatch_coll narrowed them (lvalues, so
 // that staging can swap pointers in place).
-inline Shape shape(Tag<Fn::Allreduce>, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&, MPI_Comm& c) {
-  Shape s{config::Coll::Allreduce, t, n, c};
+inline Shape shape(Tag<Fn::Allreduce> tag, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&, MPI_Comm& c) {
+  Shape s{tag, t, n, c};
   s.add(sb, n, t, false);
   s.add(slot(rb), n, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Reduce>, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&, int& root,
+inline Shape shape(Tag<Fn::Reduce> tag, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&, int& root,
                    MPI_Comm& c) {
-  Shape s{config::Coll::Reduce, t, n, c};
+  Shape s{tag, t, n, c};
   s.add(sb, n, t, false);
   s.add(slot(rb), n, t, true, root);
   return s;
 }
-inline Shape shape(Tag<Fn::Bcast>, void*& b, int& n, MPI_Datatype& t, int&, MPI_Comm& c) {
-  Shape s{config::Coll::Bcast, t, n, c};
+inline Shape shape(Tag<Fn::Bcast> tag, void*& b, int& n, MPI_Datatype& t, int&, MPI_Comm& c) {
+  Shape s{tag, t, n, c};
   s.add(slot(b), n, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Reduce_scatter_block>, const void*& sb, void*& rb, int& rc, MPI_Datatype& t, MPI_Op&,
+inline Shape shape(Tag<Fn::Reduce_scatter_block> tag, const void*& sb, void*& rb, int& rc, MPI_Datatype& t, MPI_Op&,
                    MPI_Comm& c) {
   const int64_t all = int64_t{rc} * comm_size(c);
-  Shape s{config::Coll::ReduceScatterBlock, t, all, c};
+  Shape s{tag, t, all, c};
   s.add(sb, all, t, false);
   s.add(slot(rb), sb == MPI_IN_PLACE ? all : rc, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Reduce_scatter>, const void*& sb, void*& rb, const int*& rcs, MPI_Datatype& t, MPI_Op&,
+inline Shape shape(Tag<Fn::Reduce_scatter> tag, const void*& sb, void*& rb, const int*& rcs, MPI_Datatype& t, MPI_Op&,
                    MPI_Comm& c) {
   const int64_t all = rcs ? sum(rcs, comm_size(c)) : 0;
-  Shape s{config::Coll::ReduceScatter, t, all, c};
+  Shape s{tag, t, all, c};
   s.add(sb, all, t, false);
   s.add(slot(rb), sb == MPI_IN_PLACE ? all : rcs ? rcs[comm_rank(c)] : 0, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Allgather>, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+inline Shape shape(Tag<Fn::Allgather> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
                    MPI_Datatype& rt, MPI_Comm& c) {
   const int64_t all = int64_t{rc} * comm_size(c);
-  Shape s{config::Coll::Allgather, rt, all, c};
+  Shape s{tag, rt, all, c};
   s.add(sb, sc, st, false);
   s.add(slot(rb), all, rt, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Allgatherv>, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, const int*& rcs,
+inline Shape shape(Tag<Fn::Allgatherv> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, const int*& rcs,
                    const int*& displs, MPI_Datatype& rt, MPI_Comm& c) {
   const int size = comm_size(c);
   int64_t end = 0;  // the receive buffer spans up to the furthest block
   for (int i = 0; rcs && displs && i < size; ++i)
     if (rcs[i] > 0) end = std::max<int64_t>(end, int64_t{displs[i]} + rcs[i]);
-  Shape s{config::Coll::Allgatherv, rt, rcs ? sum(rcs, size) : 0, c};
+  Shape s{tag, rt, rcs ? sum(rcs, size) : 0, c};
   s.add(sb, sc, st, false);
   s.add(slot(rb), end, rt, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Alltoall>, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+inline Shape shape(Tag<Fn::Alltoall> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
                    MPI_Datatype& rt, MPI_Comm& c) {
   const int size = comm_size(c);
-  Shape s{config::Coll::Alltoall, rt, int64_t{rc} * size, c};
+  Shape s{tag, rt, int64_t{rc} * size, c};
   s.add(sb, int64_t{sc} * size, st, false);
   s.add(slot(rb), int64_t{rc} * size, rt, true);
   return s;

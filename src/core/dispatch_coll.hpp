@@ -5,13 +5,13 @@
 #pragma once
 
 #include <climits>
-#include <iterator>
 #include <optional>
 #include <tuple>
 #include <utility>
 #include <type_traits>
 
 #include "core/coll_device.hpp"
+#include "core/colls.hpp"
 #include "core/wrap.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
@@ -34,56 +34,21 @@ constexpr auto narrow(const T& v) {
   else return v;
 }
 
-// Nonblocking (MPI_I...) and persistent (MPI_..._init) forms of the rewritten collectives, and
-// the blocking collective whose schedule each runs.
-struct Form {
-  Fn fn, blocking;
-  bool persistent;
-};
-inline constexpr Form kForms[] = {
-    {Fn::Iallreduce, Fn::Allreduce, false},
-    {Fn::Ireduce, Fn::Reduce, false},
-    {Fn::Ireduce_scatter_block, Fn::Reduce_scatter_block, false},
-    {Fn::Ireduce_scatter, Fn::Reduce_scatter, false},
-    {Fn::Iallgather, Fn::Allgather, false},
-    {Fn::Iallgatherv, Fn::Allgatherv, false},
-    {Fn::Ibcast, Fn::Bcast, false},
-    {Fn::Ibarrier, Fn::Barrier, false},
-    {Fn::Ialltoall, Fn::Alltoall, false},
-    {Fn::Allreduce_init, Fn::Allreduce, true},
-    {Fn::Reduce_init, Fn::Reduce, true},
-    {Fn::Reduce_scatter_block_init, Fn::Reduce_scatter_block, true},
-    {Fn::Reduce_scatter_init, Fn::Reduce_scatter, true},
-    {Fn::Allgather_init, Fn::Allgather, true},
-    {Fn::Allgatherv_init, Fn::Allgatherv, true},
-    {Fn::Bcast_init, Fn::Bcast, true},
-    {Fn::Barrier_init, Fn::Barrier, true},
-    {Fn::Alltoall_init, Fn::Alltoall, true},
-};
-// An index, not a pointer: GCC's -fsanitize=undefined (the asan preset) cannot evaluate a
-// comparison of a pointer into kForms with null in a constant expression.
-constexpr int form_of(Fn f) {
-  for (int i = 0; i < static_cast<int>(std::size(kForms)); ++i)
-    if (kForms[i].fn == f) return i;
-  return -1;
-}
+// The forms of the rewritten collectives (core/colls.hpp, from config/collectives.def): the
+// blocking collective whose schedule a nonblocking (MPI_I...) or persistent (MPI_..._init) one runs.
 template <Fn B>
 constexpr Fn blocking_of() {
-  return form_of(B) >= 0 ? kForms[form_of(B)].blocking : B;
+  return coll_row(B) >= 0 ? kColls[coll_row(B)].blocking : B;
 }
 
 // req: null for a blocking call; the nonblocking call's handle otherwise.
 template <Fn B, class... Args>
 std::optional<int> hierarchical(MPI_Request* req, Args... a) {
-  if constexpr (B == Fn::Allreduce) return exec::allreduce(a..., req);  // tag: exec::take_algo_tag()
-  else if constexpr (B == Fn::Reduce) return exec::reduce(a..., req);
-  else if constexpr (B == Fn::Reduce_scatter_block) return exec::reduce_scatter_block(a..., req);
-  else if constexpr (B == Fn::Reduce_scatter) return exec::reduce_scatter(a..., req);
-  else if constexpr (B == Fn::Allgather) return exec::allgather(a..., req);
-  else if constexpr (B == Fn::Allgatherv) return exec::allgatherv(a..., req);
-  else if constexpr (B == Fn::Bcast) return exec::bcast(a..., req);
-  else if constexpr (B == Fn::Barrier) return exec::barrier(a..., req);
-  else if constexpr (B == Fn::Alltoall) return exec::alltoall(a..., req);
+  if constexpr (false) {
+  }
+#define HIER_COLL(name, key, blocking, nonblocking, persistent) \
+  else if constexpr (B == Fn::blocking) return exec::key(a..., req);
+#include "config/collectives.def"
   else return std::nullopt;
 }
 
@@ -146,14 +111,11 @@ Outcome persistent(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
 }
 
 template <Fn B>
-constexpr bool has_persistent = form_of(B) >= 0 && kForms[form_of(B)].persistent;
+constexpr bool has_persistent = coll_row(B) >= 0 && kColls[coll_row(B)].persistent == B;
 template <Fn B>
-constexpr bool has_nonblocking = form_of(B) >= 0 && !kForms[form_of(B)].persistent;
-
+constexpr bool has_nonblocking = coll_row(B) >= 0 && kColls[coll_row(B)].nonblocking == B;
 template <Fn B>
-constexpr bool has_hierarchical = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
-                                  B == Fn::Reduce_scatter || B == Fn::Allgather || B == Fn::Allgatherv ||
-                                  B == Fn::Bcast || B == Fn::Barrier || B == Fn::Alltoall;
+constexpr bool has_hierarchical = coll_row(B) >= 0 && kColls[coll_row(B)].blocking == B;
 }  // namespace coll_detail
 
 template <Fn F, class Fwd, class... Args>

@@ -73,8 +73,8 @@ Op op_of(config::Coll c) {
 
 double FlatNet::round(int inside, int crossing, double bytes) const {
   double t = 0;
-  if (inside > 0) t = m_.intra.latency_ns + bytes * m_.intra.per_flow_ns_per_byte(inside);
-  if (crossing > 0) t = std::max(t, m_.inter.latency_ns + bytes * m_.inter.per_flow_ns_per_byte(crossing));
+  if (inside > 0) t = m_.intra.message_ns(bytes, inside);
+  if (crossing > 0) t = std::max(t, m_.inter.message_ns(bytes, crossing));
   return t;
 }
 
@@ -144,6 +144,13 @@ double algo_cost(Op op, Algo a, double n, int members, const Net& net, double re
       return (m - 1) * net.shift(1, piece);
     case Op::Bcast:
       if (a == Algo::ScatterAllgather) return binomial_scatter(n, m, net) + (m - 1) * net.shift(1, piece);
+      if (a == Algo::RecursiveDoubling) {
+        // MPICH's medium bcast: the binomial scatter, then a recursive-doubling allgather of the
+        // pieces (log2 rounds instead of the ring's m - 1).
+        t = binomial_scatter(n, m, net);
+        for (int64_t d = 1; d < pof2_below(m); d *= 2) t += net.exchange(d, piece * d);
+        return t + (m == pof2_below(m) ? 0 : net.shift(1, n));
+      }
       if (a == Algo::Linear) {
         for (int64_t d = 1; d < m; ++d) t += net.tree(d, n);
         return t;
@@ -163,6 +170,17 @@ double algo_cost(Op op, Algo a, double n, int members, const Net& net, double re
       if (a == Algo::Bruck) {
         for (int64_t d = 1; d < m; d *= 2) t += net.shift(d, n / 2);
         return t;
+      }
+      if (a == Algo::Linear) {
+        // Every exchange posted at once (Open MPI's linear alltoall, MPICH's scattered one):
+        // the latencies overlap (the slowest once), the bytes of all exchanges one after another.
+        double slowest = 0;
+        for (int64_t i = 1; i < m; ++i) {
+          const double one = net.shift(i, piece);
+          slowest = std::max(slowest, one);
+          t += one - net.shift(i, 0);
+        }
+        return slowest + t;
       }
       for (int64_t i = 1; i < m; ++i) t += net.shift(i, piece);
       return t;
@@ -255,6 +273,22 @@ int64_t total(const std::vector<int64_t>& v) {
   return t;
 }
 
+// MPI_Scatterv / MPI_Gatherv as both MPIs run them: linearly, the root exchanging each member's
+// piece with it (one flow at a time: only the root sends or receives). Sequential (Open MPI's
+// blocking sends): a message after another, each paying its latency (on an oversubscribed node
+// the member's wake-up); else all posted at once: one latency, the pieces one after another.
+double linear_v(const sched::Step& st, int members, const LevelParams& lp, bool sequential, int64_t ub) {
+  double t = 0, bytes = 0;
+  for (size_t i = 0; i < st.counts.size() && static_cast<int>(i) < members; ++i) {
+    if (static_cast<int>(i) == st.root) continue;
+    const double b = static_cast<double>(st.counts[i] * ub);
+    if (sequential) t += lp.message_ns(b, 1);
+    bytes += b;
+  }
+  if (sequential) return t;
+  return bytes > 0 ? lp.message_ns(bytes, 1) : 0;
+}
+
 bool is_local(Kind k) { return k == Kind::Copy || k == Kind::LoadBlock || k == Kind::StoreBlock; }
 
 // Which steps of a node's ranks run at once: same wave, same stage, same kind of communicator.
@@ -296,8 +330,8 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
     }
     case Kind::Bcast: return mpi(Coll::Bcast, Op::Bcast, count);
     case Kind::Reduce: return mpi(Coll::Reduce, Op::Reduce, count);
-    case Kind::Scatterv: return algo_cost(Op::Scatter, Algo::Binomial, static_cast<double>(total(st.counts) * ub), members, net, red);
-    case Kind::Gatherv: return algo_cost(Op::Gather, Algo::Binomial, static_cast<double>(total(st.counts) * ub), members, net, red);
+    case Kind::Scatterv:
+    case Kind::Gatherv: return linear_v(st, members, lp, m.scatterv_sequential, ub);
     case Kind::Alltoall: return mpi(Coll::Alltoall, Op::Alltoall, count * members);
     case Kind::Barrier: return mpi(Coll::Barrier, Op::Barrier, 0);
     case Kind::Send:

@@ -41,14 +41,14 @@ class Net {
 // Every message on one level with `flows` flows at once.
 class LevelNet : public Net {
  public:
-  LevelNet(const LevelParams& p, int flows) : p_(p), nspb_(p.per_flow_ns_per_byte(flows)) {}
-  double shift(int64_t, double bytes) const override { return p_.latency_ns + bytes * nspb_; }
-  double exchange(int64_t, double bytes) const override { return p_.latency_ns + bytes * nspb_; }
-  double tree(int64_t, double bytes) const override { return p_.latency_ns + bytes * nspb_; }
+  LevelNet(const LevelParams& p, int flows) : p_(p), flows_(flows) {}
+  double shift(int64_t, double bytes) const override { return p_.message_ns(bytes, flows_); }
+  double exchange(int64_t, double bytes) const override { return p_.message_ns(bytes, flows_); }
+  double tree(int64_t, double bytes) const override { return p_.message_ns(bytes, flows_); }
 
  private:
   const LevelParams& p_;
-  double nspb_;
+  int flows_;
 };
 
 // A whole communicator of `nodes` x `ranks_per_node` ranks placed node by node: a round costs

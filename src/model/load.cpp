@@ -66,6 +66,25 @@ LevelParams read_level(const json& j, const std::string& where) {
       p.concurrent.push_back(fp);
     }
   }
+  // Optional (hier-tune 3): measured message times at a ladder of sizes; files without it keep
+  // the latency + bandwidth line above.
+  if (j.contains("ladder")) {
+    const json& l = j.at("ladder");
+    const std::string w = where + "ladder.";
+    if (!l.is_object()) throw Bad{where + "ladder is not an object"};
+    const double f = number(l, "flows", w, 1);
+    p.ladder_flows = static_cast<int>(f);
+    if (p.ladder_flows != f) throw Bad{w + "flows is not an integer"};
+    const json& pts = need(l, "points", w);
+    if (!pts.is_array() || pts.empty()) throw Bad{w + "points is not a non-empty list"};
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const std::string wi = w + "points[" + std::to_string(i) + "].";
+      LadderPoint lp{number(pts[i], "bytes", wi), number(pts[i], "ns", wi), 0};
+      lp.ns_all = pts[i].contains("ns_all") ? number(pts[i], "ns_all", wi) : lp.ns;
+      if (!p.ladder.empty() && lp.bytes <= p.ladder.back().bytes) throw Bad{wi + "bytes not ascending"};
+      p.ladder.push_back(lp);
+    }
+  }
   return p;
 }
 
@@ -127,6 +146,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
   if (fam.get<std::string>() != to_string(family))
     throw Bad{"measured with " + fam.get<std::string>() + ", this libhier is built for " + to_string(family)};
   m.family = family;
+  m.scatterv_sequential = family == Family::OpenMPI;
   const double nodes = number(mach, "nodes", "machine.", 1), rpn = number(mach, "ranks_per_node", "machine.", 1);
   m.nodes = static_cast<int>(nodes);
   m.ranks_per_node = static_cast<int>(rpn);
@@ -222,6 +242,10 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
     const json& s = j.at("steps");
     if (s.contains("direct_reduce_scatter_from")) m.direct_rs_from = bytes_of(s, "direct_reduce_scatter_from", "steps.");
     if (s.contains("padded_allgatherv_from")) m.padded_agv_from = bytes_of(s, "padded_allgatherv_from", "steps.");
+    if (s.contains("scatterv_sequential")) {
+      if (!s.at("scatterv_sequential").is_boolean()) throw Bad{"steps.scatterv_sequential is not true or false"};
+      m.scatterv_sequential = s.at("scatterv_sequential").get<bool>();
+    }
   }
   if (j.contains("dtype")) {
     check_dtype(j.at("dtype"), "dtype");

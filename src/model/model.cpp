@@ -43,6 +43,35 @@ double LevelParams::per_flow_ns_per_byte(int flows) const {
   return last.ns_per_byte * static_cast<double>(flows) / last.flows;
 }
 
+namespace {
+// Time of one ladder field at `bytes`: piecewise linear, flat below the first point, the last
+// segment's slope (never negative) above the last.
+template <class F>
+double ladder_at(const std::vector<LadderPoint>& l, double bytes, F field) {
+  if (bytes <= l.front().bytes) return field(l.front());
+  for (size_t i = 1; i < l.size(); ++i)
+    if (bytes <= l[i].bytes) {
+      const LadderPoint &lo = l[i - 1], &hi = l[i];
+      return field(lo) + (field(hi) - field(lo)) * (bytes - lo.bytes) / (hi.bytes - lo.bytes);
+    }
+  const LadderPoint& last = l.back();
+  if (l.size() < 2) return field(last);
+  const LadderPoint& prev = l[l.size() - 2];
+  const double slope = std::max(0.0, (field(last) - field(prev)) / (last.bytes - prev.bytes));
+  return field(last) + slope * (bytes - last.bytes);
+}
+}  // namespace
+
+double LevelParams::message_ns(double bytes, int flows) const {
+  if (ladder.empty()) return latency_ns + bytes * per_flow_ns_per_byte(flows);
+  flows = std::max(flows, 1);
+  const double one = ladder_at(ladder, bytes, [](const LadderPoint& p) { return p.ns; });
+  if (flows == 1 || ladder_flows <= 1) return one;
+  const double all = ladder_at(ladder, bytes, [](const LadderPoint& p) { return p.ns_all; });
+  if (flows <= ladder_flows) return one + (all - one) * (flows - 1) / (ladder_flows - 1);
+  return all * static_cast<double>(flows) / ladder_flows;
+}
+
 Algo Model::flat_algorithm(config::Coll coll, int64_t bytes) const {
   for (const AlgoRule& r : flat_algorithms[static_cast<size_t>(coll)])
     if (bytes < r.below_bytes) return r.algo;

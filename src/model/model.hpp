@@ -27,13 +27,28 @@ struct FlowPoint {
   double ns_per_byte = 0;  // of EACH flow when `flows` flows cross the level at once
 };
 
+// One measured message size of a level (hier-tune's ladder, docs/tune-file.md): the time of one
+// message of `bytes` alone, and of each of `all_flows` messages sent at once (every member of a
+// node sending to its partner), latency included.
+struct LadderPoint {
+  double bytes = 0, ns = 0, ns_all = 0;
+};
+
 struct LevelParams {
   double latency_ns = 0;
   double ns_per_byte = 0;            // one flow alone
   std::vector<FlowPoint> concurrent;  // ascending flows; empty: every flow at ns_per_byte
+  std::vector<LadderPoint> ladder;    // ascending bytes; empty: the latency + bandwidth line
+  int ladder_flows = 1;               // the flows of the ladder's ns_all
   // Per-flow ns per byte with `flows` flows at once: linear between points; above the last, the
   // level is saturated (the last point's aggregate rate shared by all flows).
   double per_flow_ns_per_byte(int flows) const;
+  // One message of `bytes` with `flows` flows crossing the level at once. With a ladder:
+  // piecewise linear between its sizes (below the first: the first point's time; above the
+  // last: the last segment's slope), between ns (1 flow) and ns_all (ladder_flows) linear in
+  // the flows, above ladder_flows the level saturated (time x flows / ladder_flows). Without:
+  // latency_ns + bytes x per_flow_ns_per_byte(flows).
+  double message_ns(double bytes, int flows) const;
 };
 
 // The MPI's algorithms (docs/tune-file.md, "Flat algorithms").
@@ -81,6 +96,11 @@ struct Model {
   std::array<std::vector<Point>, kColls> flat_measured;       // ascending bytes
   double margin = 0.05;          // hier must be predicted this fraction faster than flat
   double step_overhead_ns = 0;   // libhier's cost per schedule step
+  // How the MPI runs MPI_Scatterv / MPI_Gatherv (libhier's scatter-allgather bcast and
+  // rs-reduce-gather reduce): both MPIs linearly, the root exchanging with each member in turn;
+  // sequential: one message after another, each with its own latency (Open MPI's coll/basic:
+  // blocking sends), else all posted at once (MPICH: one latency, the bytes one after another).
+  bool scatterv_sequential = true;
   double overlap = 1.0;          // 0..1: steps of different levels in one wave
   std::array<std::vector<int64_t>, kColls> chunk_bytes;  // pipeline chunk sizes the planner tries (allreduce, bcast)
   int64_t direct_rs_from = std::numeric_limits<int64_t>::max();

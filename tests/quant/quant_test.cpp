@@ -220,6 +220,24 @@ TEST(Quant, ConstantBlock) {
             std::vector<double>(8, -7 * 1.25));
 }
 
+// The kernels round without clamping to [-Q, Q] (quant/kernels.hpp: the scale makes |x/s| <= Q
+// up to roundings): blocks whose largest value sits at every exponent, from subnormal to near
+// FLT_MAX, beside values one ulp below it and its negation, must never produce Q + 1 (it would
+// wrap to the -128 / -8 that check_roundtrip refuses) and stay within the bound.
+TEST(Quant, NoValuePastQ) {
+  std::mt19937_64 rng(21);
+  std::uniform_int_distribution<uint32_t> bits_of(1, 0x7f7fffffu);  // every positive finite float
+  for (int bits : {8, 4})
+    for (int t = 0; t < 4000; ++t) {
+      uint32_t u = bits_of(rng);
+      float a;
+      std::memcpy(&a, &u, 4);
+      const float below = std::nextafter(a, 0.0f);
+      check_roundtrip(std::vector<float>{below, a, -a, -below, a * 0.5f}, 8, bits);
+      check_roundtrip(std::vector<double>{double(below), -double(a), double(a)}, 8, bits);
+    }
+}
+
 // A NaN or Inf never becomes a number: its block gets a NaN scale and a zero payload, is
 // counted, and dequantizes (and dequantize-adds) to NaN; the other blocks are untouched.
 TEST(Quant, NonFinite) {

@@ -45,6 +45,21 @@ for name in expect:
         num(c["ns_per_byte"], f"{name}.concurrent[{c['flows']}]", positive=True)
     if lv["concurrent"][0]["ns_per_byte"] != lv["ns_per_byte"]:
         fail(f"{name}: concurrent[flows=1] differs from ns_per_byte")
+    # The ladder (hier-tune 3): one message per size alone and with every flow at once.
+    lad = lv.get("ladder")
+    if not isinstance(lad, dict):
+        fail(f"{name}.ladder missing")
+    if lad.get("flows") != top:
+        fail(f"{name}.ladder.flows {lad.get('flows')!r}, expected {top}")
+    pts = lad.get("points")
+    if not isinstance(pts, list) or len(pts) < 3:
+        fail(f"{name}.ladder.points: fewer than 3 sizes")
+    sizes = [p.get("bytes") for p in pts]
+    if sizes != sorted(set(sizes)) or sizes[0] != 4096:
+        fail(f"{name}.ladder sizes {sizes}: not ascending from 4 KiB")
+    for p in pts:
+        num(p["ns"], f"{name}.ladder[{p['bytes']}].ns")
+        num(p["ns_all"], f"{name}.ladder[{p['bytes']}].ns_all")
 if expect:
     so = j.get("planner", {}).get("step_overhead_ns")
     num(so, "planner.step_overhead_ns", positive=True)

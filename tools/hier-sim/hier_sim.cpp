@@ -3,7 +3,12 @@
 // recursive doubling and binomial tree, over a range of node counts.
 //
 //   hier-sim --machine FILE --coll allreduce --bytes 1g [--nodes 2,4,8 | --nodes 2-9408]
-//            [--elem 4] [--csv FILE]
+//            [--elem 4] [--csv FILE] [--algo NAME[/CHUNKS]]
+//
+// --algo costs that hierarchical algorithm (sched::to_string's name, e.g. scatter-allgather,
+// two-step; CHUNKS: pipeline chunks, default 1) instead of the planner's cheapest one: the
+// "libhier" column then is that schedule (bench/model/repredict.py compares a measured schedule
+// with its prediction this way).
 //
 // The machine file: {"name": "...", "levels": [{"name": "gcd", "size": 2}, {"name": "gpu",
 // "size": 4}] (inside a node, innermost first: ranks per group), "nodes": [2, 4, ...],
@@ -68,7 +73,7 @@ config::Coll coll_of(const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string machine_path, coll_name = "allreduce", csv_path, nodes_arg;
+  std::string machine_path, coll_name = "allreduce", csv_path, nodes_arg, algo_arg;
   int64_t bytes = int64_t{1} << 30, elem = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -82,6 +87,7 @@ int main(int argc, char** argv) {
     else if (a == "--elem") elem = parse_bytes(next());
     else if (a == "--nodes") nodes_arg = next();
     else if (a == "--csv") csv_path = next();
+    else if (a == "--algo") algo_arg = next();
     else die("unknown option " + a + " (see the header of tools/hier-sim/hier_sim.cpp)");
   }
   if (machine_path.empty()) die("--machine FILE is required");
@@ -111,6 +117,23 @@ int main(int argc, char** argv) {
   config::Config forced;
   forced.algo.fill(config::Algo::Hier);
   const config::Config autocfg;
+  // --algo NAME[/CHUNKS]: that schedule instead of the planner's cheapest.
+  bool algo_forced = false;
+  sched::Algorithm algo_pick = sched::Algorithm::Flat;
+  int algo_chunks = 1;
+  if (!algo_arg.empty()) {
+    const size_t slash = algo_arg.find('/');
+    const std::string name = algo_arg.substr(0, slash);
+    if (slash != std::string::npos) algo_chunks = std::atoi(algo_arg.substr(slash + 1).c_str());
+    for (int i = 1; i < 64 && !algo_forced; ++i) {
+      const auto a = static_cast<sched::Algorithm>(i);
+      if (std::string(sched::to_string(a)) == "?") break;
+      if (name == sched::to_string(a)) algo_forced = true, algo_pick = a;
+    }
+    // "tree" names two: the allreduce's and the rooted collectives'.
+    if (name == "tree") algo_pick = coll == config::Coll::Allreduce ? sched::Algorithm::TreeAllreduce : sched::Algorithm::Tree;
+    if (!algo_forced || algo_chunks < 1) die("--algo " + algo_arg + ": not an algorithm name[/chunks]");
+  }
 
   FILE* csv = csv_path.empty() ? nullptr : std::fopen(csv_path.c_str(), "w");
   if (!csv_path.empty() && !csv) die("cannot write " + csv_path);
@@ -124,7 +147,11 @@ int main(int argc, char** argv) {
     std::vector<std::pair<std::string, int>> lv = levels;
     lv.emplace_back("world", n);
     const topo::Shape s = model::cartesian(lv);
-    const model::Plan hier = model::plan(call, s, m, forced);
+    model::Plan hier = model::plan(call, s, m, forced);
+    if (algo_forced && hier.algo != sched::Algorithm::Flat) {
+      hier.algo = algo_pick, hier.chunks = algo_chunks;
+      hier.hier_ns = model::hier_cost(call, s, m, algo_pick, algo_chunks);
+    }
     const model::Plan chosen = model::plan(call, s, m, autocfg);
     const model::FlatNet net(m, n, ppn);
     const model::Op op = model::op_of(coll);

@@ -7,7 +7,9 @@
 //    while the others wait, and the time per round of a 4-byte allreduce on every node at once
 //    (latency: the larger of the two, see busy_latency_ns), and one-way streams of large
 //    messages (ns per byte) with k = 1 .. ppn members of node 0 each sending to the next one at
-//    once (concurrent; at k = ppn every member sends and receives, as in a ring step).
+//    once (concurrent; at k = ppn every member sends and receives, as in a ring step; the time
+//    per byte is the slope between 1/4 of the size and the size), and the ladder: one message
+//    of 4 KiB .. 4 MiB alone and with every member of node 0 sending at once (ladder).
 //  - levels.inter: the same between node 0 and node 1, with k = 1 .. ppn members of node 0 each
 //    sending to one member of node 1 at once. Omitted (and said) when the job has one node.
 //  - planner.step_overhead_ns: one wake-up of every member per level step, the larger busy
@@ -244,18 +246,18 @@ int rounds_of(int members) {
 }
 
 // k flows at once: senders[i] sends `bytes` to receivers[i] (one direction), then a 0-byte
-// acknowledgement; the time per byte of each flow, latency taken off (see below). Every flow's
-// transfer is posted at once (nonblocking), so a rank may send one flow and receive another, as
-// in a ring step where every member of a node sends and receives.
-double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>& receivers, int rank,
-                        std::vector<char>& buf, int64_t bytes, int reps, double lat_ns) {
+// acknowledgement; the median time in ns of the whole exchange (message + acknowledgement).
+// Every flow's transfer is posted at once (nonblocking), so a rank may send one flow and receive
+// another, as in a ring step where every member of a node sends and receives.
+double flow_ns(const std::vector<int>& senders, const std::vector<int>& receivers, int rank, std::vector<char>& buf,
+               int64_t bytes, int reps) {
   static std::vector<char> in;
   if (static_cast<int64_t>(in.size()) < bytes) in.resize(static_cast<size_t>(bytes));
   char ack_out = 0;
   std::vector<char> ack_in(senders.size());
   std::vector<MPI_Request> rq;
   rq.reserve(2 * senders.size());
-  const double t = timed(MPI_COMM_WORLD, reps, [&] {
+  return 1e9 * timed(MPI_COMM_WORLD, reps, [&] {
     rq.clear();
     for (size_t i = 0; i < senders.size(); ++i)
       if (rank == receivers[i])
@@ -272,10 +274,43 @@ double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>&
     }
     PMPI_Waitall(static_cast<int>(rq.size()), rq.data(), MPI_STATUSES_IGNORE);
   });
-  // The message and its acknowledgement cost two latencies; on a loaded machine the latency's
-  // median can exceed them (ranks waiting to be scheduled), so at most half the time is taken
-  // off: a time per byte is never zero.
-  return std::max(1e9 * t - 2 * lat_ns, 0.5e9 * t) / static_cast<double>(bytes);
+}
+
+// The time per byte of each of the k flows: the slope between `bytes` / 4 and `bytes`, so that
+// neither the latencies nor the scheduler's wake-ups are counted as bytes. (hier-tune 2 took
+// (time - 2 latencies) / bytes, at least half the time: on our oversubscribed cluster the
+// wake-ups were most of a 4 MiB message's time inside a node, and that floor made the node's
+// copies 10x slower per byte than the MPI's own contiguous messages measured (dtype.contig_p2p,
+// docs/model.md).) A slope that noise makes negative falls back to the old figure.
+double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>& receivers, int rank,
+                        std::vector<char>& buf, int64_t bytes, int reps, double lat_ns) {
+  const double big = flow_ns(senders, receivers, rank, buf, bytes, reps);
+  const double small = flow_ns(senders, receivers, rank, buf, bytes / 4, reps);
+  const double slope = (big - small) / (0.75 * static_cast<double>(bytes));
+  if (slope > 0) return slope;
+  return std::max(big - 2 * lat_ns, 0.5 * big) / static_cast<double>(bytes);
+}
+
+// The ladder (docs/tune-file.md, levels.*.ladder): one message of each size alone and one per
+// flow of `max_flows` at once, latency included (the 0-byte acknowledgement's one way, half the
+// 0-byte exchange, taken off). The cost code interpolates between the sizes: a protocol switch
+// (eager to rendezvous: one more round trip above the MPI's eager limit) shows as a step that one
+// latency + bytes / bandwidth line cannot draw.
+json measure_ladder(const std::vector<int>& snd, const std::vector<int>& rcv, int rank, std::vector<char>& buf,
+                    bool quick) {
+  const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{4 << 10, 64 << 10, 1 << 20}
+                                           : std::vector<int64_t>{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
+  const int reps = quick ? 3 : 5;
+  const std::vector<int> s1(snd.begin(), snd.begin() + 1), r1(rcv.begin(), rcv.begin() + 1);
+  const double ack1 = 0.5 * flow_ns(s1, r1, rank, buf, 0, reps), ack_all = 0.5 * flow_ns(snd, rcv, rank, buf, 0, reps);
+  json pts = json::array();
+  for (int64_t b : sizes) {
+    if (b > static_cast<int64_t>(buf.size())) break;
+    const double one = std::max(flow_ns(s1, r1, rank, buf, b, reps) - ack1, 0.0);
+    const double all = snd.size() > 1 ? std::max(flow_ns(snd, rcv, rank, buf, b, reps) - ack_all, 0.0) : one;
+    pts.push_back({{"bytes", b}, {"ns", one}, {"ns_all", all}});
+  }
+  return {{"flows", static_cast<int>(snd.size())}, {"points", pts}};
 }
 
 // One level: latency of pair (a0, b0), and k = 1..max_flows flows, flow i from node_a's member
@@ -293,18 +328,16 @@ json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::
   const int reps = quick ? 3 : 5;
   json conc = json::array();
   double one = 0;
+  std::vector<int> snd, rcv;
   for (int k = 1; k <= max_flows; ++k) {
-    std::vector<int> snd, rcv;
-    for (int i = 0; i < k; ++i) {
-      snd.push_back(m.find(na, la(i)));
-      rcv.push_back(m.find(nb, lb(i)));
-    }
+    snd.push_back(m.find(na, la(k - 1)));
+    rcv.push_back(m.find(nb, lb(k - 1)));
     const double x = flow_ns_per_byte(snd, rcv, s.rank, buf, bytes, reps, lat);
     if (k == 1) one = x;
     conc.push_back({{"flows", k}, {"ns_per_byte", x}});
   }
   return {{"latency_ns", lat}, {"pingpong_latency_ns", pingpong}, {"busy_latency_ns", busy_ns}, {"ns_per_byte", one},
-          {"concurrent", conc}};
+          {"concurrent", conc}, {"ladder", measure_ladder(snd, rcv, s.rank, buf, quick)}};
 }
 
 // The MPI's own collectives on MPI_COMM_WORLD; bytes as the planner counts them.
@@ -597,7 +630,7 @@ int main(int argc, char** argv) {
                 {"nodes", s.nodes},
                 {"ranks_per_node", s.ppn},
                 {"measured", iso_now()},
-                {"tool", "hier-tune 2"}}},
+                {"tool", "hier-tune 3"}}},
               {"levels", levels},
               {"compute", compute},
               {"flat_measured", flat},
