@@ -33,7 +33,8 @@ run() {  # nodes ppn coll variant rep
   med=$(awk -F, 'NR>1 {print $5}' "$f" 2>/dev/null | head -1)
   echo "$nodes x $ppn $coll $v rep $rep median_us=${med:-FAILED} link_bytes=$((b1 - b0)) drops=$((d1 - d0))"
 }
-tools/minicluster --name "$name" run --mpi "$mpi" --use-nodes 2 --ppn 2 -- "$b/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1
+# The warm-up ends after 60 s at most: MPICH over UCX/TCP may hang in MPI_Finalize (README).
+tools/minicluster --name "$name" run --timeout 60 --mpi "$mpi" --use-nodes 2 --ppn 2 -- "$b/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1
 for rep in $(seq 1 "$reps"); do
   for shape in $shapes; do
     for coll in $colls; do
