@@ -122,15 +122,15 @@ def check_links(src, layer, in_headers, in_any, bad):
 
 def reaches_base(graph, layer):
     """Whether hier_base (the include root and MPI) reaches hier_<layer> through PUBLIC links."""
-    seen, todo = set(), [layer]
-    while todo:
-        cur = todo.pop()
+    seen, frontier = set(), [layer]
+    while frontier:
+        cur = frontier.pop()
         if cur == "base":
             return True
         if cur in seen:
             continue
         seen.add(cur)
-        todo += [d for d, scope in (graph.get(cur) or {}).items() if scope == "PUBLIC"]
+        frontier += [d for d, scope in (graph.get(cur) or {}).items() if scope == "PUBLIC"]
     return False
 
 
