@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks a file written by hier-tune against docs/tune-file.md (libhier-tune/2).
-usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY"""
+usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY [ladder]
+(ladder: the file must have levels.X.ladder, as hier-tune --ladder writes; without: it must not)"""
 import json, math, os, sys
 
 def fail(msg):
@@ -14,6 +15,7 @@ def num(x, where, positive=False):
         fail(f"{where} = {x!r}: not > 0")
 
 path, nodes, ppn, family = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+want_ladder = len(sys.argv) > 5 and sys.argv[5] == "ladder"
 j = json.load(open(path))
 if j.get("format") != "libhier-tune/2":
     fail(f"format {j.get('format')!r}")
@@ -45,8 +47,12 @@ for name in expect:
         num(c["ns_per_byte"], f"{name}.concurrent[{c['flows']}]", positive=True)
     if lv["concurrent"][0]["ns_per_byte"] != lv["ns_per_byte"]:
         fail(f"{name}: concurrent[flows=1] differs from ns_per_byte")
-    # The ladder (hier-tune 3): one message per size alone and with every flow at once.
+    # The ladder (hier-tune --ladder): one message per size alone and with every flow at once.
     lad = lv.get("ladder")
+    if not want_ladder:
+        if lad is not None:
+            fail(f"{name}.ladder written without --ladder")
+        continue
     if not isinstance(lad, dict):
         fail(f"{name}.ladder missing")
     if lad.get("flows") != top:

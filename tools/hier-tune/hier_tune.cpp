@@ -1,15 +1,17 @@
 // hier-tune: measures libhier's machine model on the user's machine and writes one JSON file
 // in the format "libhier-tune/2" (docs/tune-file.md) for HIER_TUNE_FILE: the collectives
 // planner's per-level parameters and the datatype engine's cost lines.
-//   mpiexec -n N hier-tune [-o FILE] [--quick]        (launched like the application)
+//   mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder]   (launched like the application)
 // What it measures (every figure the median of repetitions, the slowest rank's time):
 //  - levels.intra: two ranks sharing memory (MPI_COMM_TYPE_SHARED): half a ping-pong of 0 bytes
 //    while the others wait, and the time per round of a 4-byte allreduce on every node at once
 //    (latency: the larger of the two, see busy_latency_ns), and one-way streams of large
 //    messages (ns per byte) with k = 1 .. ppn members of node 0 each sending to the next one at
 //    once (concurrent; at k = ppn every member sends and receives, as in a ring step; the time
-//    per byte is the slope between 1/4 of the size and the size), and the ladder: one message
-//    of 4 KiB .. 4 MiB alone and with every member of node 0 sending at once (ladder).
+//    per byte is the slope between 1/4 of the size and the size), and, with --ladder only, the
+//    ladder: one message of 4 KiB .. 4 MiB alone and with every member of node 0 sending at once.
+//    Off by default: on the emulated cluster its points were scheduler wake-ups, not bytes, and
+//    made the model's predictions worse (docs/model.md, "The ladder: opt-in").
 //  - levels.inter: the same between node 0 and node 1, with k = 1 .. ppn members of node 0 each
 //    sending to one member of node 1 at once. Omitted (and said) when the job has one node.
 //  - planner.step_overhead_ns: one wake-up of every member per level step, the larger busy
@@ -134,11 +136,14 @@ Layout vector_layout(int64_t bytes, int block) {
 using json = nlohmann::json;
 
 const char* kUsage =
-    "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--help]\n"
+    "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--help]\n"
     "  Measures libhier's machine model (levels, compute, the MPI's own collectives, datatype\n"
     "  engine) and writes it as JSON (format libhier-tune/2, docs/tune-file.md) to FILE\n"
     "  (default: stdout). Launch it like the application: same nodes, ranks per node, MPI.\n"
-    "  --quick   fewer sizes and repetitions (seconds; for tests)\n";
+    "  --quick   fewer sizes and repetitions (seconds; for tests)\n"
+    "  --ladder  also measure each level's message ladder (levels.X.ladder), which the cost\n"
+    "            code then uses instead of latency + bytes x time per byte; off by default\n"
+    "            (docs/model.md: on an oversubscribed machine its points are wake-ups)\n";
 
 double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
@@ -318,8 +323,8 @@ json measure_ladder(const std::vector<int>& snd, const std::vector<int>& rcv, in
 // latency_ns is the larger of the ping-pong and the busy latency (busy_latency_ns on `busy`, a
 // communicator of `busy_members` ranks of this level); both are kept in the file for reference.
 json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::function<int(int)>& la,
-                   const std::function<int(int)>& lb, int max_flows, bool quick, std::vector<char>& buf, MPI_Comm busy,
-                   int busy_members) {
+                   const std::function<int(int)>& lb, int max_flows, bool quick, bool ladder, std::vector<char>& buf,
+                   MPI_Comm busy, int busy_members) {
   const int a0 = m.find(na, la(0)), b0 = m.find(nb, lb(0));
   const double pingpong = latency_ns(a0, b0, s.rank, quick ? 20 : 100);
   const double busy_ns = busy_latency_ns(busy, rounds_of(busy_members));
@@ -336,8 +341,10 @@ json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::
     if (k == 1) one = x;
     conc.push_back({{"flows", k}, {"ns_per_byte", x}});
   }
-  return {{"latency_ns", lat}, {"pingpong_latency_ns", pingpong}, {"busy_latency_ns", busy_ns}, {"ns_per_byte", one},
-          {"concurrent", conc}, {"ladder", measure_ladder(snd, rcv, s.rank, buf, quick)}};
+  json out = {{"latency_ns", lat}, {"pingpong_latency_ns", pingpong}, {"busy_latency_ns", busy_ns},
+              {"ns_per_byte", one}, {"concurrent", conc}};
+  if (ladder) out["ladder"] = measure_ladder(snd, rcv, s.rank, buf, quick);
+  return out;
 }
 
 // The MPI's own collectives on MPI_COMM_WORLD; bytes as the planner counts them.
@@ -520,13 +527,15 @@ int main(int argc, char** argv) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   std::string out;
-  bool quick = false;
+  bool quick = false, ladder = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
       out = argv[++i];
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--ladder") {
+      ladder = true;
     } else if (a == "--help" || a == "-h") {
       if (rank == 0) std::fputs(kUsage, stdout);
       MPI_Finalize();
@@ -580,7 +589,7 @@ int main(int argc, char** argv) {
   if (s.ppn >= 2) {
     const int ppn = s.ppn;
     levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [ppn](int i) { return (i + 1) % ppn; },
-                                    ppn, quick, buf, s.node_comm, s.ppn);
+                                    ppn, quick, ladder, buf, s.node_comm, s.ppn);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
   }
@@ -591,7 +600,7 @@ int main(int argc, char** argv) {
     MPI_Comm cross = MPI_COMM_NULL;  // the ranks of one node position, one per node
     PMPI_Comm_split(MPI_COMM_WORLD, s.local, s.rank, &cross);
     levels["inter"] = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; },
-                                    std::min(s.ppn, ppn1), quick, buf, cross, s.nodes);
+                                    std::min(s.ppn, ppn1), quick, ladder, buf, cross, s.nodes);
     PMPI_Comm_free(&cross);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one node: only levels.intra is measured (no levels.inter)\n");
