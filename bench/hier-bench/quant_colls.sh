@@ -8,7 +8,7 @@
 # COLLS (default "reduce_scatter_block allgather"; allreduce: 16 MiB float32 per rank) and
 # VARIANTS (default "mpi int8 int4"; int8/int4 force the hierarchical schedule with HIER_ALGO=hier,
 # auto-int8/auto-int4 leave the choice, exact or quantized, to the planner; a suffix @SIZE, e.g.
-# int8@2m, pipelines in chunks of SIZE (HIER_CHUNK=SIZE; without: HIER_CHUNK=off)) select the runs;
+# int8@2m, sets HIER_CHUNK=SIZE (pipelined in chunks of SIZE; without: HIER_CHUNK unset)) select the runs;
 # SHAPES (default "2x2 2x4 4x2", nodes x ranks per node) the shapes.
 cd "$(dirname "$0")/../.."
 mpi=${MPI:-openmpi} reps=${REPS:-2} name=${NAME:-quant}
@@ -21,9 +21,9 @@ out=/tmp/quant-colls.$name; rm -rf "$out"; mkdir -p "$out"
 sent() { tools/minicluster --name "$name" links --json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'; }
 run() {  # nodes ppn coll variant rep
   local nodes=$1 ppn=$2 coll=$3 v=$4 rep=$5 envs size
-  local q=${v%@*} chunk=off
-  [[ $v == *@* ]] && chunk=${v#*@}
-  case $q in mpi) envs=(HIER_DISABLE=1);; auto-*) envs=(HIER_QUANT=${q#auto-} HIER_CHUNK=$chunk);; *) envs=(HIER_ALGO=hier HIER_QUANT=$q HIER_CHUNK=$chunk);; esac
+  local q=${v%@*}
+  case $q in mpi) envs=(HIER_DISABLE=1);; auto-*) envs=(HIER_QUANT=${q#auto-});; *) envs=(HIER_ALGO=hier HIER_QUANT=$q);; esac
+  [[ $v == *@* ]] && envs+=(HIER_CHUNK=${v#*@})
   size=16777216
   [[ $coll == allgather ]] && size=$((16777216 / (nodes * ppn)))
   local f=$out/$nodes.$ppn.$coll.$v.$rep.csv b0 d0 b1 d1
