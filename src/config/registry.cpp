@@ -203,7 +203,7 @@ const VarSpec kVars[] = {
    "Algorithm per collective; auto lets the planner choose.",
    [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }, true},
   {"HIER_CHUNK", "auto", "auto, off (0), or a size in bytes with an optional k/m/g suffix (e.g. 4m)",
-   "Pipeline chunk size: hierarchical allreduce and bcast larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
+   "Pipeline chunk size: hierarchical allreduce and bcast, and quantized allreduce and reduce_scatter_block (HIER_QUANT; cut at HIER_QUANT_BLOCK boundaries), larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
    apply_chunk, true},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
    "Lossy blockwise quantization of the traffic that crosses the slowest level: MPI_Allreduce and MPI_Reduce_scatter(_block) (float/double MPI_SUM), and MPI_Allgather (float/double) when named (allgather=int8), on cartesian 2-level shapes where the planner predicts it faster (HIER_ALGO=hier: always), from one block per rank (docs/quantization.md); everything else stays exact.",

@@ -219,7 +219,7 @@ void note_check(const Site& site, const T* got, const T* exact, int64_t n) {
 }
 
 sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const TypeInfo& t, int bits) {
-  sched::Key key{static_cast<uint8_t>(c), p.plan.algo, in_place, false, -1, n, {}, 1};
+  sched::Key key{static_cast<uint8_t>(c), p.plan.algo, in_place, false, -1, n, {}, p.plan.quant_chunks};
   key.extent = t.extent;
   key.true_extent = t.true_extent;
   key.true_lb = t.true_lb;
@@ -237,6 +237,7 @@ sched::QuantParams params(const Prepared& p, int bits, bool block_variant) {
   q.direct_rs_from = p.plan.direct_rs_from;
   q.padded_agv_from = p.plan.padded_agv_from;
   q.block_variant = block_variant;
+  q.chunks = p.plan.quant_chunks;  // pipelined (the allgather: never; Plan::quant_chunks)
   return q;
 }
 
@@ -278,14 +279,6 @@ int run_quant(Prepared& p, const sched::Schedule& s, const char* send, char* rec
   b.tmp = &p.ctx->tmp;
   b.residual = residual;
   return run(s, *p.ctx->levels, b);
-}
-
-// The first step of kind `k` (the builders put one there).
-const sched::Step& first_of(const sched::Schedule& s, sched::Kind k) {
-  static const sched::Step none;
-  for (const sched::Step& st : s.steps)
-    if (st.kind == k) return st;
-  return none;
 }
 
 // Record bytes this rank sends to other nodes in the schedule's steps across nodes.
@@ -376,9 +369,10 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   char* r = residual(site, s->residual * t.size);
   int rc = run_quant(p, *s, static_cast<const char*>(sendbuf), recv, t, r, nullptr);
   if (rc != MPI_SUCCESS) return rc;
-  // Values crossing nodes exactly: my shard but my piece once, my reduced piece to N - 1 nodes.
-  const int64_t shard_n = first_of(*s, sched::Kind::Quantize).count;
-  const int64_t piece_n = first_of(*s, sched::Kind::DequantizeReduce).count;
+  // Values crossing nodes exactly: my shard but my piece once, my reduced piece to N - 1 nodes
+  // (summed over the chunks of a pipelined schedule: each quantizes its shard and its piece).
+  const int64_t piece_n = sched::count_of(*s, sched::Kind::DequantizeReduce);
+  const int64_t shard_n = sched::count_of(*s, sched::Kind::Quantize) - piece_n;
   note_call(Coll::Allreduce, bits, ((shard_n - piece_n) + piece_n * (lv.shape.nnodes - 1)) * t.size,
             cross_bytes_sent(*s, lv), p.plan);
   if (check) {

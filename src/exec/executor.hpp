@@ -46,6 +46,12 @@ struct Binding {
 bool use_direct_rs(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
 bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
 
+// The ScratchSet slot of step `k` of a wave (k = 0: also a step alone). Slot kCallerSlot is never
+// one of them: a caller may keep its own data there across a run (exec/coll_quant.cpp's check
+// copies, tmp[1]), whatever the width of the schedule's waves (pipelined quantized schedules).
+constexpr size_t kCallerSlot = 1;
+constexpr size_t wave_slot(size_t k) { return k < kCallerSlot ? k : k + 1; }
+
 // Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a
 // run never allocates once the ranks depend on each other. `info`: the element type (element
 // schedules), null for byte schedules. False when memory could not be had.

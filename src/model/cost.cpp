@@ -289,7 +289,10 @@ double linear_v(const sched::Step& st, int members, const LevelParams& lp, bool 
   return bytes > 0 ? lp.message_ns(bytes, 1) : 0;
 }
 
-bool is_local(Kind k) { return k == Kind::Copy || k == Kind::LoadBlock || k == Kind::StoreBlock; }
+bool is_local(Kind k) {
+  return k == Kind::Copy || k == Kind::LoadBlock || k == Kind::StoreBlock || k == Kind::Quantize ||
+         k == Kind::Dequantize || k == Kind::DequantizeReduce;
+}
 
 // Which steps of a node's ranks run at once: same wave, same stage, same kind of communicator.
 using StepKey = std::tuple<int, int, uint8_t, int>;
@@ -300,8 +303,20 @@ StepKey key_of(const sched::Step& st, size_t index) {
 }  // namespace
 
 double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Model& m, int64_t ub, int flows,
-                 bool with_reduce) {
-  if (is_local(st.kind)) return static_cast<double>(st.count * ub) * m.copy_ns_per_byte;
+                 bool with_reduce, int quant_bits) {
+  // The quantization kernels, per byte of values (Model::quant): quantize per byte of input,
+  // dequantize per byte of output, the fused dequantize + add per byte of the accumulator, once
+  // per record summed.
+  const QuantRates& qr = m.quant(quant_bits);
+  const double values = static_cast<double>(st.count * ub);
+  switch (st.kind) {
+    case Kind::Quantize: return values * qr.quantize_ns_per_byte;
+    case Kind::Dequantize: return values * qr.dequantize_ns_per_byte;
+    case Kind::DequantizeReduce: return values * st.parts * qr.dequantize_add_ns_per_byte;
+    default: break;
+  }
+  if (is_local(st.kind)) return values * m.copy_ns_per_byte;
+  if (st.bytes) ub = 1;  // steps on records move bytes
   int members = static_cast<int>(st.counts.size());
   if (members == 0) members = member_count(st.comm, rank, s);
   const LevelParams& lp = m.level(level_of(st.comm, s));
@@ -333,6 +348,13 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
     case Kind::Scatterv:
     case Kind::Gatherv: return linear_v(st, members, lp, m.scatterv_sequential, ub);
     case Kind::Alltoall: return mpi(Coll::Alltoall, Op::Alltoall, count * members);
+    case Kind::Alltoallv: {
+      // As an alltoall of the largest piece sent or received (the slowest pair sets the pace).
+      int64_t most = 0;
+      for (int64_t x : st.counts) most = std::max(most, x);
+      for (int64_t x : st.rcounts) most = std::max(most, x);
+      return mpi(Coll::Alltoall, Op::Alltoall, static_cast<double>(most * ub) * members);
+    }
     case Kind::Barrier: return mpi(Coll::Barrier, Op::Barrier, 0);
     case Kind::Send:
     case Kind::Recv: return net.shift(1, count);
@@ -372,12 +394,12 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = mine.steps[k];
       if (is_local(st.kind)) {
-        cpu += step_cost(st, rank, s, m, ub, 1);
+        cpu += step_cost(st, rank, s, m, ub, 1, true, mine.quant_bits);
         continue;
       }
       const int flows = flows_of(st, k);
-      const double all = step_cost(st, rank, s, m, ub, flows, true);
-      const double comm = step_cost(st, rank, s, m, ub, flows, false);
+      const double all = step_cost(st, rank, s, m, ub, flows, true, mine.quant_bits);
+      const double comm = step_cost(st, rank, s, m, ub, flows, false, mine.quant_bits);
       cpu += all - comm;
       level[level_of(st.comm, s) == LevelKind::Intra ? 0 : 1] += comm + m.step_overhead_ns;
     }

@@ -8,7 +8,7 @@
 // step are the ranks of the node that run the same step at once (every node position crossing
 // together, or the root's alone). Steps run one after another; in a pipelined wave the
 // communication on the two levels overlaps (Model::overlap) while the CPU's work (copies,
-// reductions) does not. The flat collective is the same algorithm on the whole
+// reductions, quantization) does not. The flat collective is the same algorithm on the whole
 // communicator, each round costed on the level its messages cross (ranks placed node by node),
 // or the MPI's measured time when the model has points for this very shape.
 #pragma once
@@ -83,8 +83,11 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
             int64_t unit_bytes);
 
 // The cost of one step alone, with `flows` flows on its level (exposed for the tests);
-// with_reduce false: without the local reductions (communication only).
+// with_reduce false: without the local reductions (communication only). Steps of quantized
+// schedules (Schedule::quant_bits: `quant_bits`): Quantize / Dequantize / DequantizeReduce at
+// Model::quant(quant_bits)'s rates per byte of values, steps on records (Step::bytes) in bytes,
+// an Alltoallv as an alltoall of its largest piece.
 double step_cost(const sched::Step& st, int rank, const topo::Shape& shape, const Model& m, int64_t unit_bytes,
-                 int flows, bool with_reduce = true);
+                 int flows, bool with_reduce = true, int quant_bits = 8);
 
 }  // namespace hier::model

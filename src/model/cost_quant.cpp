@@ -4,33 +4,33 @@
 #include <vector>
 
 #include "model/cost.hpp"
-#include "sched/ir.hpp"
+#include "sched/build.hpp"
+#include "sched/pipeline.hpp"
 
 namespace hier::model {
 namespace {
 
 using config::Coll;
-using sched::Kind;
-using sched::On;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+bool pipelinable(Coll c) { return c == Coll::Allreduce || c == Coll::ReduceScatterBlock; }
 
-// One communication step of the quantized schedule on `on`, costed as a schedule step with all
-// L ranks of the node running it at once (every local index has its own cross communicator).
-struct Steps {
-  const topo::Shape& s;
-  const Model& m;
-  int flows;
-  double t = 0;
-  void add(Kind k, On on, int64_t count, std::vector<int64_t> counts, int64_t unit_bytes) {
-    sched::Step st;
-    st.kind = k;
-    st.comm.on = on;
-    st.count = count;
-    st.counts = std::move(counts);
-    t += step_cost(st, 0, s, m, unit_bytes, flows) + m.step_overhead_ns;
+// The quantized schedule of `rank` for a call of v values (chunks: pipelined).
+sched::Schedule build_quant(Coll coll, int64_t v, const topo::Shape& s, int rank, int bits, int64_t B, int chunks) {
+  sched::QuantParams q;
+  q.bits = bits;
+  q.block = B;
+  q.chunks = chunks;
+  switch (coll) {
+    case Coll::Allreduce: return sched::build_quant_allreduce(s, rank, v, false, q);
+    case Coll::ReduceScatter:
+    case Coll::ReduceScatterBlock:
+      q.block_variant = coll == Coll::ReduceScatterBlock;
+      return sched::build_quant_reduce_scatter(s, rank, sched::split_even(v, s.size).counts, false, q);
+    case Coll::Allgather: return sched::build_quant_allgather(s, rank, v / s.size, false, q);
+    default: break;
   }
-};
+  return {};
+}
 
 }  // namespace
 
@@ -43,47 +43,39 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits) {
 
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size) { return block * ranks * elem_size; }
 
-double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, const Model& m, int bits, int64_t B) {
+double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, const Model& m, int bits, int64_t B,
+                  int chunks) {
   if (!s.cartesian || s.nlevels() != 2 || e <= 0 || B <= 0) return 0;
-  const int L = s.dims[0], N = s.nnodes, P = L * N;
+  if (coll != Coll::Allreduce && coll != Coll::ReduceScatter && coll != Coll::ReduceScatterBlock &&
+      coll != Coll::Allgather)
+    return 0;
+  if (!pipelinable(coll)) chunks = 1;
   const int64_t v = bytes / e;
-  // ns per value: quantize, dequantize, dequantize + add
-  const QuantRates& r = m.quant(bits);
-  const double ed = static_cast<double>(e);
-  const double q = r.quantize_ns_per_byte * ed, dq = r.dequantize_ns_per_byte * ed, dqa = r.dequantize_add_ns_per_byte * ed;
-  Steps st{s, m, L};
-  double cpu = 0;  // values quantized / dequantized, in ns
-  switch (coll) {
-    case Coll::Allreduce: {
-      const int64_t S = std::min(ceil_div(ceil_div(v, B), L) * B, v);
-      const int64_t Q = std::min(ceil_div(ceil_div(S, B), N) * B, S);
-      st.add(Kind::ReduceScatter, On::Node, 0, std::vector<int64_t>(L, S), e);
-      st.add(Kind::Alltoall, On::Cross, quant_record_bytes(Q, B, bits), {}, 1);
-      st.add(Kind::Allgatherv, On::Cross, 0, std::vector<int64_t>(N, quant_record_bytes(Q, B, bits)), 1);
-      st.add(Kind::Allgatherv, On::Node, 0, std::vector<int64_t>(L, S), e);
-      cpu = static_cast<double>(S) * q + static_cast<double>(N * Q) * dqa + static_cast<double>(Q) * q +
-            static_cast<double>(S) * dq;
-      break;
-    }
-    case Coll::ReduceScatter:
-    case Coll::ReduceScatterBlock: {
-      const int64_t c = ceil_div(v, P);
-      st.add(Kind::ReduceScatter, On::Node, 0, std::vector<int64_t>(L, N * c), e);
-      st.add(Kind::Alltoall, On::Cross, quant_record_bytes(c, B, bits), {}, 1);
-      cpu = static_cast<double>(v * e) * m.copy_ns_per_byte + static_cast<double>(N * c) * q +
-            static_cast<double>(N * c) * dqa;
-      break;
-    }
-    case Coll::Allgather: {
-      const int64_t c = ceil_div(v, P), rec = quant_record_bytes(c, B, bits);
-      st.add(Kind::Allgather, On::Cross, rec, {}, 1);
-      st.add(Kind::Allgather, On::Node, N * rec, {}, 1);
-      cpu = static_cast<double>(c) * q + static_cast<double>(P * c) * dq;
-      break;
-    }
-    default: return 0;
+  if (v < s.size) return 0;
+  // The rank costed: the last of the last node (the largest shard and piece: the builders' block
+  // ranges grow toward the end), with its node's schedules for the flows of each step.
+  int costed = 0;
+  for (int r = 0; r < s.size; ++r)
+    if (s.node_of[r] == s.nnodes - 1 && s.local_of[r] == s.dims[0] - 1) costed = r;
+  std::vector<sched::Schedule> node;
+  node.push_back(build_quant(coll, v, s, costed, bits, B, chunks));
+  for (int r = 0; r < s.size; ++r)
+    if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks));
+  return cost(node, costed, s, m, e);
+}
+
+std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m, const config::Config& cfg) {
+  if (!pipelinable(call.coll) || call.elem_size <= 0) return {1};
+  const int64_t v = call.bytes / call.elem_size;
+  // The pipelined unit: the allreduce's vector, each rank's output of the reduce-scatter.
+  const int64_t units = call.coll == Coll::Allreduce ? v : v / std::max(ranks, 1);
+  if (cfg.chunk_bytes >= 0) return {sched::chunk_count(units, call.bytes, cfg.chunk_bytes, cfg.quant_block)};
+  std::vector<int> out{1};
+  for (int64_t c : m.chunk_bytes[static_cast<size_t>(call.coll)]) {
+    const int n = sched::chunk_count(units, call.bytes, c, cfg.quant_block);
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
   }
-  return st.t + cpu;
+  return out;
 }
 
 void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg, Plan& p) {
@@ -98,7 +90,11 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
   const int bits = mode == config::Quant::Int8 ? 8 : 4;
   if (call.bytes < quant_floor_bytes(cfg.quant_block, s.size, e))
     return void(p.quant_why = "exact: below one block per rank (HIER_QUANT_BLOCK)");
-  p.quant_ns = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block);
+  // The quantized schedule in each chunk count HIER_CHUNK or the model offers: the cheapest.
+  for (int c : quant_chunk_options(call, s.size, m, cfg)) {
+    const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c);
+    if (t > 0 && (p.quant_ns <= 0 || t < p.quant_ns)) p.quant_ns = t, p.quant_chunks = c;
+  }
   const double exact = p.algo == sched::Algorithm::Flat ? p.flat_ns : p.hier_ns;
   // HIER_ALGO=hier takes the choice from the model: libhier's schedule, quantized where allowed
   // (on one machine, where the levels are fakes, the model would cost the "network" as memory).

@@ -1,24 +1,29 @@
 // The planner's costing of the quantized schedules (HIER_QUANT, exec/coll_quant.cpp,
 // docs/quantization.md): one more choice it weighs against its best exact plan.
 //
-// Allreduce on N nodes of L ranks, v values of e bytes in blocks of B (the largest shard,
-// S = ceil(v/B/L)*B values, and piece, Q = ceil(S/B/N)*B values, are costed: the slowest rank):
+// Costed from the IR, like every other schedule: the very schedules the executor runs
+// (sched/build_quant.cpp, pipelined in `chunks` chunks where asked) are walked by model/cost.hpp's
+// cost() for the last rank of the last node (the largest shard and piece), with its node's
+// schedules giving each step's flows (all L ranks of a node cross at once). cost() knows the
+// quantized steps: Quantize, Dequantize and DequantizeReduce at Model::quant(bits)'s rates (per
+// byte of float values: quantize per byte of input; dequantize, and the fused dequantize + add
+// once per record summed, per byte of output), the steps on records (Alltoallv as an alltoall of
+// its largest piece, allgather(v)s) in bytes; each communication step plus step_overhead_ns; in a
+// pipelined schedule the waves overlap the two levels (Model::overlap) while the kernels, copies
+// and reductions add up. Unchunked this is, step for step, the sum the earlier closed form gave:
+// Allreduce on N nodes of L ranks, v values of e bytes in blocks of B (shard S values, piece Q):
 //   reduce-scatter inside the node (L x S values)  + quantize S values
 //   all-to-all across nodes of the records of Q values + dequantize-add N x Q + quantize Q
 //   allgatherv across nodes (N x records of Q)      + dequantize S
 //   allgatherv inside the node (L x S values)
-// Reduce_scatter(_block), c = ceil(v/P) values per rank: permute copy of v values, reduce-scatter
-// inside the node (L x N*c), quantize N*c, all-to-all across nodes (records of c), dequantize-add
-// N x c. Allgather, c per rank: quantize c, allgather across nodes (records of c), allgather
-// inside the node (N records of c), dequantize P x c.
-// Each communication step is costed like a schedule step on its level (model/cost.hpp's
-// step_cost, all L ranks of a node at once, plus step_overhead_ns); steps run one after the
-// other; (de)quantization at Model::quant(bits)'s rates (per format: quantize per byte of float
-// input; dequantize, and the fused dequantize + add, per byte of float output), each value
-// counting its e bytes (float32 or float64).
+// Reduce_scatter(_block), c values per rank: permute copy of v values, reduce-scatter inside the
+// node (L x N*c), quantize N*c, all-to-all across nodes (records of c), dequantize-add N x c.
+// Allgather, c per rank: load (copy) c, quantize c, allgather across nodes (records of c),
+// allgather inside the node (N records of c), dequantize P x c.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "config/config.hpp"
 #include "model/model.hpp"
@@ -37,14 +42,21 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits);
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 
 // The predicted time (ns) of the quantized schedule of `call` on a cartesian 2-level `shape`;
-// `elem_size`: bytes per value (4: float32, 8: float64). 0 when the collective has no quantized
-// schedule.
+// `elem_size`: bytes per value (4: float32, 8: float64); `chunks`: pipelined in that many chunks
+// (allreduce and reduce_scatter_block; the others ignore it). 0 when the collective has no
+// quantized schedule.
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,
-                  int bits, int64_t block);
+                  int bits, int64_t block, int chunks = 1);
+
+// The chunk counts the planner tries for the quantized schedule of `call` on `ranks` ranks:
+// HIER_CHUNK's one (cut at cfg.quant_block boundaries), or 1 and those of the model's
+// chunk_bytes for the collective (HIER_CHUNK=auto). {1} where the schedule is not pipelined.
+std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m, const config::Config& cfg);
 
 // The planner's hook: with HIER_QUANT allowing `call.coll` and the call at least the floor, sets
 // p.quant_bits (the bits when the quantized schedule is predicted faster than the exact plan p
-// holds, or HIER_ALGO=hier forces libhier's schedules; else 0), p.quant_ns and p.quant_why.
+// holds, or HIER_ALGO=hier forces libhier's schedules; else 0), p.quant_ns, p.quant_chunks (the
+// cheapest of quant_chunk_options) and p.quant_why.
 // Pure: only the call's sizes, the shape, the model and the configuration. The values are
 // call.elem_size bytes each, for the allgather too (its exact schedule runs in bytes, but exec
 // passes the receive type's size so that doubles are costed as doubles).

@@ -104,7 +104,11 @@ std::string describe(const Plan& p) {
   }
   if (p.quant_ns > 0) {
     const size_t n = std::strlen(buf);
-    std::snprintf(buf + n, sizeof buf - n, "; quantized predicted %.3f ms (%s)", p.quant_ns / 1e6, p.quant_why);
+    if (p.quant_chunks > 1)
+      std::snprintf(buf + n, sizeof buf - n, "; quantized, %d chunks, predicted %.3f ms (%s)", p.quant_chunks,
+                    p.quant_ns / 1e6, p.quant_why);
+    else
+      std::snprintf(buf + n, sizeof buf - n, "; quantized predicted %.3f ms (%s)", p.quant_ns / 1e6, p.quant_why);
   } else if (*p.quant_why) {
     const size_t n = std::strlen(buf);
     std::snprintf(buf + n, sizeof buf - n, "; quantization: %s", p.quant_why);

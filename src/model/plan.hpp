@@ -42,6 +42,7 @@ struct Plan {
   // With quant_bits set and algo Flat, a call the quantized path declines runs flat (the MPI).
   int quant_bits = 0;
   double quant_ns = 0;
+  int quant_chunks = 1;  // the quantized schedule pipelined in this many chunks (sched::QuantParams)
   const char* quant_why = "";
 };
 

@@ -51,6 +51,10 @@ struct QuantParams {
   int64_t direct_rs_from = INT64_MAX;  // the plan's choices of level steps (Schedule)
   int64_t padded_agv_from = INT64_MAX;
   bool block_variant = false;          // reduce_scatter_block (the name only)
+  // Chunk pipelining (sched/pipeline.hpp; the plan's Plan::quant_chunks): the allreduce, and the
+  // reduce-scatter when every rank receives the same count, cut into this many chunks at block
+  // boundaries (at most one chunk per block); the allgather ignores it.
+  int chunks = 1;
 };
 Schedule build_quant_allreduce(const topo::Shape& s, int rank, int64_t n, bool in_place, const QuantParams& q);
 // counts[r]: values rank r receives.

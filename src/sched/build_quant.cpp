@@ -21,10 +21,19 @@
 // Allgather (qwZ): my block (LoadBlock: packed from the user's layout) quantized once, its records allgathered across nodes, then the
 // node's bundles allgathered inside the node (the records move unchanged), and every rank, the
 // source included, dequantizes all P records.
+// Pipelining (QuantParams::chunks > 1, sched/pipeline.hpp): the allreduce's vector, and each
+// rank's output of a reduce-scatter whose counts are all equal, cut into chunks at block
+// boundaries; chunk k is the schedule above for the chunk alone (the reduce-scatter's chunk k:
+// piece k of every rank's block, read from the whole call's input at rank r's block + the piece's
+// offset), its steps interleaved into waves with the other chunks'. The blocks are the unchunked
+// schedule's, but the shards and pieces (which rank quantizes which block) follow the chunks, so
+// the result may differ from the unchunked one in the last bits, within the same bound; every
+// rank still gets the same bits.
 #include <algorithm>
 
 #include "quant/format.hpp"
 #include "sched/build.hpp"
+#include "sched/pipeline.hpp"
 
 namespace hier::sched {
 namespace {
@@ -78,9 +87,7 @@ Step records_alltoallv(const std::vector<int64_t>& counts, const std::vector<int
   return st;
 }
 
-}  // namespace
-
-Schedule build_quant_allreduce(const topo::Shape& s, int rank, int64_t n, bool in_place, const QuantParams& q) {
+Schedule quant_allreduce_one(const topo::Shape& s, int rank, int64_t n, bool in_place, const QuantParams& q) {
   Schedule out = base("allreduce", q);
   const int64_t B = q.block;
   const int L = s.dims[0], N = s.nnodes, local_ = s.local_of[rank], node = s.node_of[rank];
@@ -159,18 +166,15 @@ Schedule build_quant_allreduce(const topo::Shape& s, int rank, int64_t n, bool i
   return out;
 }
 
-Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::vector<int64_t>& counts, bool in_place,
-                                    const QuantParams& q) {
+// in_displs[r]: where rank r's block of the input starts (the whole call's, for a chunk).
+Schedule quant_reduce_scatter_one(const topo::Shape& s, int rank, const std::vector<int64_t>& counts,
+                                  const std::vector<int64_t>& in_displs, bool in_place, const QuantParams& q) {
   Schedule out = base(q.block_variant ? "reduce_scatter_block" : "reduce_scatter", q);
   const int64_t B = q.block;
   const int L = s.dims[0], N = s.nnodes, local_ = s.local_of[rank];
   const std::vector<int> at = grid(s);
-  std::vector<int64_t> in_displs(counts.size());
   int64_t total = 0;
-  for (size_t r = 0; r < counts.size(); ++r) {
-    in_displs[r] = total;
-    total += counts[r];
-  }
+  for (int64_t c : counts) total += c;
   std::vector<int64_t> node_counts(L, 0);
   for (int l = 0; l < L; ++l)
     for (int m = 0; m < N; ++m) node_counts[l] += counts[at[m * L + l]];
@@ -191,13 +195,19 @@ Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::v
   out.records = rec_recv + N * quant::quantized_bytes(my_count, B, q.bits);
   out.residual = mine_n;
 
+  // Stages (Step::stage, for pipelining): the same numbers on every rank, also where a rank
+  // skips an empty piece: copies 0 .. L*N-1, the reduce-scatter L*N, quantizations from L*N+1.
+  auto staged = [&](Step st, int stage) {
+    st.stage = stage;
+    out.steps.push_back(std::move(st));
+  };
   // 0. Permute: local index l's pieces, those of ranks (0, l), (1, l), ..., back to back.
   const Buf in = in_place ? Buf::Recv : Buf::Send;
   int64_t o = 0;
   for (int l = 0; l < L; ++l)
     for (int m = 0; m < N; ++m) {
       const int r = at[m * L + l];
-      if (counts[r] > 0) out.steps.push_back(local(Kind::Copy, {in, in_displs[r]}, {Buf::Scratch, o}, counts[r]));
+      if (counts[r] > 0) staged(local(Kind::Copy, {in, in_displs[r]}, {Buf::Scratch, o}, counts[r]), l * N + m);
       o += counts[r];
     }
   Step rs;  // 1.
@@ -206,7 +216,7 @@ Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::v
   rs.src = {Buf::Scratch, 0};
   rs.dst = {Buf::Scratch, total};
   rs.counts = node_counts;
-  out.steps.push_back(rs);
+  staged(rs, L * N);
   // 2. Each piece quantized once, piece m to node m.
   int64_t v = 0;
   for (int m = 0; m < N; ++m) {
@@ -214,17 +224,45 @@ Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::v
     if (n > 0) {
       Step qs = local(Kind::Quantize, {Buf::Scratch, total + v}, {Buf::Records, cross_displs[m]}, n);
       qs.residual = v;
-      out.steps.push_back(qs);
+      staged(qs, L * N + 1 + m);
     }
     v += n;
   }
-  out.steps.push_back(records_alltoallv(cross_counts, cross_displs, recv_counts, recv_displs, rec_recv));
+  staged(records_alltoallv(cross_counts, cross_displs, recv_counts, recv_displs, rec_recv), L * N + N + 1);
   // 3. The N copies of my piece summed in node order into the receive buffer.
   Step dr = local(Kind::DequantizeReduce, {Buf::Records, rec_recv}, {Buf::Recv, 0}, my_count);
   dr.parts = N;
   dr.part_bytes = recv_counts[0];
-  out.steps.push_back(dr);
+  staged(dr, L * N + N + 2);
   return out;
+}
+
+}  // namespace
+
+Schedule build_quant_allreduce(const topo::Shape& s, int rank, int64_t n, bool in_place, const QuantParams& q) {
+  QuantParams one = q;
+  one.chunks = 1;
+  return pipeline(n, q.chunks, [&](int64_t c) { return quant_allreduce_one(s, rank, c, in_place, one); }, q.block);
+}
+
+Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::vector<int64_t>& counts, bool in_place,
+                                    const QuantParams& q) {
+  std::vector<int64_t> in_displs(counts.size());
+  int64_t total = 0;
+  bool equal = true;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    in_displs[r] = total;
+    total += counts[r];
+    equal = equal && counts[r] == counts[0];
+  }
+  QuantParams one = q;
+  one.chunks = 1;
+  if (q.chunks <= 1 || !equal || counts.empty()) return quant_reduce_scatter_one(s, rank, counts, in_displs, in_place, one);
+  // Chunk k: piece k of every rank's block; rank r's piece is read at r's block (in_displs, the
+  // whole call's) plus the piece's offset (the chunk's displacement, added by pipeline()).
+  return pipeline(counts[0], q.chunks, [&](int64_t c) {
+    return quant_reduce_scatter_one(s, rank, std::vector<int64_t>(counts.size(), c), in_displs, in_place, one);
+  }, q.block);
 }
 
 Schedule build_quant_allgather(const topo::Shape& s, int rank, int64_t c, bool staged_recv, const QuantParams& q) {

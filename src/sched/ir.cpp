@@ -56,6 +56,13 @@ void list(std::ostringstream& o, const char* name, const std::vector<int64_t>& v
 }
 }  // namespace
 
+int64_t count_of(const Schedule& s, Kind k) {
+  int64_t n = 0;
+  for (const Step& st : s.steps)
+    if (st.kind == k) n += st.count;
+  return n;
+}
+
 std::string to_string(const Schedule& s) {
   std::ostringstream o;
   o << s.name << " (" << (s.unit == Unit::Bytes ? "bytes" : "elements") << ", scratch " << s.scratch << ", "

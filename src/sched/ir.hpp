@@ -100,6 +100,10 @@ struct Schedule {
   std::vector<Step> steps;
 };
 
+// The sum of the counts of the steps of kind `k` (e.g. the values a quantized schedule
+// quantizes, over all its chunks when pipelined).
+int64_t count_of(const Schedule& s, Kind k);
+
 const char* to_string(Kind k);
 std::string to_string(const CommRef& c);
 std::string to_string(const Ref& r);

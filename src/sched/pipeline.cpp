@@ -6,15 +6,31 @@
 
 namespace hier::sched {
 
-int chunk_count(int64_t units, int64_t bytes, int64_t chunk_bytes) {
-  if (chunk_bytes <= 0 || bytes <= chunk_bytes || units < 2) return 1;
+namespace {
+int64_t pieces(int64_t units, int64_t align) { return align <= 1 ? units : (units + align - 1) / align; }
+int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
+}  // namespace
+
+int chunk_count(int64_t units, int64_t bytes, int64_t chunk_bytes, int64_t align) {
+  const int64_t n = pieces(units, align);
+  if (chunk_bytes <= 0 || bytes <= chunk_bytes || n < 2) return 1;
   const int64_t c = (bytes + chunk_bytes - 1) / chunk_bytes;
-  return static_cast<int>(std::min<int64_t>({c, kMaxChunks, units}));
+  return static_cast<int>(std::min<int64_t>({c, kMaxChunks, n}));
 }
 
-Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_t)>& build) {
-  if (chunks <= 1) return build(units);
-  const Split sp = split_even(units, chunks);
+Split split_aligned(int64_t units, int chunks, int64_t align) {
+  if (align <= 1) return split_even(units, chunks);
+  Split sp = split_even(pieces(units, align), chunks);
+  for (size_t c = 0; c < sp.counts.size(); ++c) {
+    sp.displs[c] = std::min(sp.displs[c] * align, units);
+    sp.counts[c] = std::min(sp.counts[c] * align, units - sp.displs[c]);
+  }
+  return sp;
+}
+
+Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_t)>& build, int64_t align) {
+  if (chunks <= 1 || chunks > pieces(units, align)) return build(units);
+  const Split sp = split_aligned(units, chunks, align);
   Schedule out;
   struct Placed {
     int wave, chunk, index;
@@ -28,10 +44,20 @@ Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_
       out.unit = one.unit;
       out.reads_recv = one.reads_recv;
       out.writes_recv = one.writes_recv;
+      out.direct_rs_from = one.direct_rs_from;
+      out.padded_agv_from = one.padded_agv_from;
+      out.quant_bits = one.quant_bits;
+      out.quant_block = one.quant_block;
     }
-    const int64_t scratch_base = out.scratch;
+    // This chunk's own regions: scratch and residual (units) and records (bytes, 64-aligned).
+    const int64_t scratch_base = out.scratch, residual_base = out.residual;
+    const int64_t records_base = one.records > 0 ? align64(out.records) : out.records;
     out.scratch += one.scratch;
-    auto shift = [&](Ref& r) { r.off += r.buf == Buf::Scratch ? scratch_base : sp.displs[c]; };
+    out.residual += one.residual;
+    if (one.records > 0) out.records = records_base + one.records;
+    auto shift = [&](Ref& r) {
+      r.off += r.buf == Buf::Scratch ? scratch_base : r.buf == Buf::Records ? records_base : sp.displs[c];
+    };
     int last_stage = -1;
     for (size_t i = 0; i < one.steps.size(); ++i) {
       Step st = one.steps[i];
@@ -44,6 +70,7 @@ Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_
       last_stage = stage;
       shift(st.src);
       shift(st.dst);
+      if (st.residual >= 0) st.residual += residual_base;
       st.wave = c + stage;
       all.push_back({st.wave, c, static_cast<int>(i), std::move(st)});
     }

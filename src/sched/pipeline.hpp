@@ -13,11 +13,17 @@
 //    stage numbers of the ranks that do not, through Step::stage;
 //  - every level step of a pipelined schedule is nonblocking, also when it is alone in its wave:
 //    MPI never matches a nonblocking collective with a blocking one.
+// Quantized schedules (sched/build_quant.cpp) are pipelined by the same function: the call is cut
+// at quantization block boundaries (`align`: every chunk a multiple of HIER_QUANT_BLOCK values
+// but the last), so every block of the call is quantized as the unchunked schedule quantizes it;
+// each chunk gets its own region of Records (bytes, 64-aligned) and of the call site's residual
+// (Step::residual, error feedback), as it gets its own scratch.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 
+#include "sched/build.hpp"
 #include "sched/ir.hpp"
 
 namespace hier::sched {
@@ -26,11 +32,19 @@ namespace hier::sched {
 constexpr int kMaxChunks = 64;
 
 // How many chunks a call of `units` units (`bytes` in all) is cut into for chunks of about
-// `chunk_bytes` (0: no pipelining): 1 to kMaxChunks, never more than `units`.
-int chunk_count(int64_t units, int64_t bytes, int64_t chunk_bytes);
+// `chunk_bytes` (0: no pipelining): 1 to kMaxChunks, never more than the call's `align`-unit
+// pieces (ceil(units / align): chunks are cut at multiples of `align`).
+int chunk_count(int64_t units, int64_t bytes, int64_t chunk_bytes, int64_t align = 1);
 
-// The pipelined schedule of `chunks` nearly equal chunks of an `units`-unit call; build(n) is the
-// builder's schedule for a call of n units. chunks <= 1: build(units) unchanged.
-Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_t)>& build);
+// The chunks of an `units`-unit call: ceil(units / align) pieces of `align` units (the last may
+// be shorter) dealt out as evenly as split_even deals units (the first chunks one piece more),
+// so every chunk but the last is a multiple of `align`. align 1: split_even(units, chunks).
+Split split_aligned(int64_t units, int chunks, int64_t align);
+
+// The pipelined schedule of `chunks` nearly equal chunks (split_aligned) of an `units`-unit call;
+// build(n) is the builder's schedule for a call of n units, its Send / Recv refs shifted by the
+// chunk's displacement, Scratch and Records refs and Step::residual by the sizes of the chunks
+// before it. chunks <= 1 (or more than the pieces): build(units) unchanged.
+Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_t)>& build, int64_t align = 1);
 
 }  // namespace hier::sched

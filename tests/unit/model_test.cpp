@@ -170,6 +170,49 @@ TEST(ModelQuant, CostsByHand) {
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, o, 8, 512), 88880.0 + 400);
 }
 
+// The allreduce of CostsByHand pipelined in 2 chunks of 2048 floats (4 blocks each; shard 1024,
+// piece 512 values, records of the piece 4 + 512 = 516 B), costed from its waves (overlap 1: a
+// wave costs its CPU work plus its slower level). A chunk's 8 stages:
+//   0 reduce-scatter in the node, ring, 8192 B: 1000 + 4096 (node) + 4096 x 0.5 = 2048 (CPU)
+//   1 quantize 1024 values: 1024    2 all-to-all across, 2 x 516 B: 10000 + 516 x 20 = 20320
+//   3 dequantize-add 2 x 512: 512   4 quantize 512: 512    5 allgatherv across, 2 x 516 B: 20320
+//   6 dequantize 1024: 512          7 allgatherv in the node, 8192 B: 1000 + 4096 = 5096
+// Wave w runs stage w of chunk 0 and stage w - 1 of chunk 1:
+//   w0 2048 + 5096 = 7144   w1 1024 + 2048 + 5096 = 8168   w2 20320 + 1024 = 21344
+//   w3 512 + 20320 = 20832  w4 512 + 512 = 1024            w5 20320 + 512 = 20832
+//   w6 512 + 20320 = 20832  w7 5096 + 512 = 5608           w8 5096
+// 110880 in all: more than unchunked (88880), latency-bound at this size, so the planner keeps
+// 1 chunk when the model offers both, and takes 2 when HIER_CHUNK names them.
+TEST(ModelQuant, PipelinedAllreduceByHand) {
+  const model::Model m = quant_model();
+  const topo::Shape s = model::two_level(2, 2);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 2), 110880.0);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 1), 88880.0);
+  config::Config cfg;
+  cfg.quant[static_cast<size_t>(Coll::Allreduce)] = config::Quant::Int8;
+  cfg.algo[static_cast<size_t>(Coll::Allreduce)] = config::Algo::Hier;
+  cfg.chunk_bytes = 8192;  // HIER_CHUNK=8k: 2 chunks of 4 blocks
+  model::Plan p = model::plan({Coll::Allreduce, 16384, 4}, s, m, cfg);
+  EXPECT_EQ(p.quant_chunks, 2);
+  EXPECT_DOUBLE_EQ(p.quant_ns, 110880.0);
+  EXPECT_NE(model::describe(p).find("quantized, 2 chunks, predicted 0.111 ms"), std::string::npos) << model::describe(p);
+  // HIER_CHUNK=auto: 1 and the model's candidates, the cheapest.
+  model::Model offers = m;
+  offers.chunk_bytes[static_cast<size_t>(Coll::Allreduce)] = {8192};
+  cfg.chunk_bytes = -1;
+  p = model::plan({Coll::Allreduce, 16384, 4}, s, offers, cfg);
+  EXPECT_EQ(p.quant_chunks, 1);
+  EXPECT_DOUBLE_EQ(p.quant_ns, 88880.0);
+  // Chunks are whole blocks: HIER_CHUNK=1k asks for 16 but 8 blocks give at most 8 chunks; the
+  // allgather is never pipelined.
+  cfg.chunk_bytes = 1024;
+  EXPECT_EQ(model::plan({Coll::Allreduce, 16384, 4}, s, m, cfg).quant_chunks, 8);
+  cfg.quant.fill(config::Quant::Int8);
+  cfg.algo.fill(config::Algo::Hier);
+  EXPECT_EQ(model::plan({Coll::Allgather, 16384, 4}, s, m, cfg).quant_chunks, 1);
+  EXPECT_EQ(model::plan({Coll::ReduceScatterBlock, 16384, 4}, s, m, cfg).quant_chunks, 2);  // 1024 per rank: 2 blocks
+}
+
 // Per format and per kind of dequantization (quant_model() otherwise): int8 {quantize 0.25,
 // dequantize 0.125, dequantize-add 0.25}, int4 {0.5, 0.25, 0.375} ns/B; 2 x 2 ranks, 4096 floats.
 // Reduce_scatter_block int8: 13288 + 30640 as above, quantize 2048 x 1 + dequantize-add 2048 x 1:
