@@ -267,6 +267,38 @@ int member_count(const sched::CommRef& c, int rank, const topo::Shape& s) {
   return static_cast<int>(s.members(rank, comm_kind(c.on), c.level).size());
 }
 
+// The level whose measured steps (LevelParams::steps, "Measured level steps" in docs/model.md)
+// may cost a step on `c`: the communicators hier-tune measures are a node's (On::Node, or level 0
+// of a two-level shape) and a node position's across the nodes (On::Cross, or the outermost
+// level); null for the others (the leaders, a level inside a node of a deeper shape, one machine).
+const LevelParams* measured_level(const sched::CommRef& c, const topo::Shape& s, const Model& m) {
+  if (s.one_machine) return nullptr;
+  switch (c.on) {
+    case On::Node: return &m.intra;
+    case On::Cross: return &m.inter;
+    case On::Step:
+      if (c.level == s.nlevels() - 1) return &m.inter;
+      return c.level == 0 && s.nlevels() == 2 ? &m.intra : nullptr;
+    default: return nullptr;
+  }
+}
+
+// The measured time of `coll` on a level's communicators at `bytes`: piecewise linear between
+// the points, above the last the last segment's slope (never negative); below the first point
+// (or without points) -1: the rounds model applies.
+double measured_step_ns(const LevelParams& lp, config::Coll coll, double bytes) {
+  const std::vector<Point>& pts = lp.steps[static_cast<size_t>(coll)];
+  if (pts.size() < 2 || bytes < pts.front().bytes) return -1;
+  for (size_t i = 1; i < pts.size(); ++i) {
+    if (bytes > pts[i].bytes) continue;
+    const Point &lo = pts[i - 1], &hi = pts[i];
+    return lo.ns + (hi.ns - lo.ns) * (bytes - lo.bytes) / (hi.bytes - lo.bytes);
+  }
+  const Point &lo = pts[pts.size() - 2], &hi = pts.back();
+  const double slope = std::max(0.0, (hi.ns - lo.ns) / (hi.bytes - lo.bytes));
+  return hi.ns + slope * (bytes - hi.bytes);
+}
+
 int64_t total(const std::vector<int64_t>& v) {
   int64_t t = 0;
   for (int64_t x : v) t += x;
@@ -327,23 +359,36 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
   auto mpi = [&](Coll c, Op op, double bytes) {
     return algo_cost(op, m.flat_algorithm(c, static_cast<int64_t>(bytes)), bytes, members, net, red);
   };
+  // The MPI's collective measured on this level's communicators (hier-tune: every communicator
+  // of the level at once, so the flows are in the time), only where it was measured as this step
+  // runs: the same member count and, across nodes, every node position at once (the file's
+  // ranks per node); the reduction is in the time (with_reduce changes nothing). Else the
+  // rounds of the MPI's algorithm.
+  const LevelParams* ml = measured_level(st.comm, s, m);
+  const bool measured_here =
+      ml != nullptr && ml->step_members == members && (ml != &m.inter || flows == m.ranks_per_node);
+  auto measured_or = [&](Coll as, double bytes, Coll c, Op op) {
+    const double t = measured_here ? measured_step_ns(*ml, as, bytes) : -1;
+    return t >= 0 ? t : mpi(c, op, bytes);
+  };
   switch (st.kind) {
     case Kind::ReduceScatter: {
       const double in = static_cast<double>(total(st.counts) * ub);
+      // (libhier's own direct exchange, not the MPI's collective: the rounds model)
       if (in >= static_cast<double>(m.direct_rs_from)) return algo_cost(Op::ReduceScatter, Algo::Pairwise, in, members, net, red);
-      return mpi(Coll::ReduceScatter, Op::ReduceScatter, in);
+      return measured_or(Coll::ReduceScatterBlock, in, Coll::ReduceScatter, Op::ReduceScatter);
     }
-    case Kind::Allreduce: return mpi(Coll::Allreduce, Op::Allreduce, count);
-    case Kind::Allgather: return mpi(Coll::Allgather, Op::Allgather, count * members);
+    case Kind::Allreduce: return measured_or(Coll::Allreduce, count, Coll::Allreduce, Op::Allreduce);
+    case Kind::Allgather: return measured_or(Coll::Allgather, count * members, Coll::Allgather, Op::Allgather);
     case Kind::Allgatherv: {
       const double all = static_cast<double>(total(st.counts) * ub);
       if (all >= static_cast<double>(m.padded_agv_from)) {
         const double most = static_cast<double>(*std::max_element(st.counts.begin(), st.counts.end()) * ub);
-        return mpi(Coll::Allgather, Op::Allgather, most * members);
+        return measured_or(Coll::Allgather, most * members, Coll::Allgather, Op::Allgather);
       }
-      return mpi(Coll::Allgatherv, Op::Allgather, all);
+      return measured_or(Coll::Allgather, all, Coll::Allgatherv, Op::Allgather);
     }
-    case Kind::Bcast: return mpi(Coll::Bcast, Op::Bcast, count);
+    case Kind::Bcast: return measured_or(Coll::Bcast, count, Coll::Bcast, Op::Bcast);
     case Kind::Reduce: return mpi(Coll::Reduce, Op::Reduce, count);
     case Kind::Scatterv:
     case Kind::Gatherv: return linear_v(st, members, lp, m.scatterv_sequential, ub);

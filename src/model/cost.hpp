@@ -10,7 +10,11 @@
 // communication on the two levels overlaps (Model::overlap) while the CPU's work (copies,
 // reductions, quantization) does not. The flat collective is the same algorithm on the whole
 // communicator, each round costed on the level its messages cross (ranks placed node by node),
-// or the MPI's measured time when the model has points for this very shape.
+// or the MPI's measured time when the model has points for this very shape. Likewise a level
+// step whose collective the tune file measured on that level's communicators (levels.X.steps:
+// same member count, every communicator of the level at once) takes the measured time,
+// interpolated in bytes ("Measured level steps", docs/model.md); below the first point, on
+// other member counts and on levels hier-tune does not measure, the rounds above.
 #pragma once
 
 #include <cstdint>

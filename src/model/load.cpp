@@ -48,6 +48,41 @@ int coll_index(const std::string& name) {
   return -1;
 }
 
+// A list of measured points [{bytes, ns}]: bytes >= 1 ascending, ns >= 0, all finite.
+std::vector<Point> read_points(const json& list, const std::string& where) {
+  if (!list.is_array()) throw Bad{where + " is not a list"};
+  std::vector<Point> pts;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string wi = where + "[" + std::to_string(i) + "].";
+    Point p{number(list[i], "bytes", wi, 1), number(list[i], "ns", wi)};
+    if (!pts.empty() && p.bytes <= pts.back().bytes) throw Bad{wi + "bytes not ascending"};
+    pts.push_back(p);
+  }
+  return pts;
+}
+
+// levels.X.steps: {"members": m, "<coll>": [{bytes, ns}], ...} for the collectives a level step
+// calls (allreduce, allgather, reduce_scatter_block, bcast; other names are ignored). Each list
+// is empty or at least two points (the cost code extrapolates above the last with the last
+// segment's slope), ascending bytes, finite times.
+void read_level_steps(const json& st, const std::string& where, LevelParams& p) {
+  if (!st.is_object()) throw Bad{where + " is not an object"};
+  const std::string w = where + ".";
+  const double members = number(st, "members", w, 2);
+  p.step_members = static_cast<int>(members);
+  if (p.step_members != members) throw Bad{w + "members is not an integer"};
+  for (config::Coll c : {config::Coll::Allreduce, config::Coll::Allgather, config::Coll::ReduceScatterBlock,
+                         config::Coll::Bcast}) {
+    const char* name = config::kCollKeys[static_cast<size_t>(c)];
+    if (!st.contains(name)) continue;
+    const json& list = st.at(name);
+    const std::string wl = w + name;
+    std::vector<Point> pts = read_points(list, wl);
+    if (pts.size() == 1) throw Bad{wl + " has one point (at least two, or none)"};
+    p.steps[static_cast<size_t>(c)] = std::move(pts);
+  }
+}
+
 LevelParams read_level(const json& j, const std::string& where) {
   LevelParams p;
   p.latency_ns = number(j, "latency_ns", where);
@@ -85,6 +120,10 @@ LevelParams read_level(const json& j, const std::string& where) {
       p.ladder.push_back(lp);
     }
   }
+  // Optional (hier-tune 4): the MPI's own collectives measured on this level's communicators,
+  // every one of them at once ("Measured level steps", docs/model.md); the file's own, never the
+  // base model's (p starts empty).
+  if (j.contains("steps")) read_level_steps(j.at("steps"), where + "steps", p);
   return p;
 }
 
@@ -194,16 +233,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
     for (const auto& [name, list] : fm.items()) {
       const int c = coll_index(name);
       if (c < 0) continue;
-      const std::string w = "flat_measured." + name;
-      if (!list.is_array()) throw Bad{w + " is not a list"};
-      std::vector<Point> pts;
-      for (size_t i = 0; i < list.size(); ++i) {
-        const std::string wi = w + "[" + std::to_string(i) + "].";
-        Point p{number(list[i], "bytes", wi, 1), number(list[i], "ns", wi)};
-        if (!pts.empty() && p.bytes <= pts.back().bytes) throw Bad{wi + "bytes not ascending"};
-        pts.push_back(p);
-      }
-      m.flat_measured[static_cast<size_t>(c)] = std::move(pts);
+      m.flat_measured[static_cast<size_t>(c)] = read_points(list, "flat_measured." + name);
     }
   } else {
     for (auto& v : m.flat_measured) v.clear();

@@ -1,7 +1,8 @@
 // The machine model behind the collectives planner: per level kind (inside a node, across
 // nodes) a latency, a time per byte of one flow and how that time grows when k flows cross the
 // level at once; the per-byte time of local reductions and copies; which algorithm the MPI uses
-// for each collective by size; optionally measured times of the MPI's own collectives. Pure
+// for each collective by size; optionally measured times of the MPI's own collectives, on the
+// whole communicator (flat_measured) and on each level's communicators (LevelParams::steps). Pure
 // data, read from a libhier-tune/2 file (docs/tune-file.md, model/load.hpp): the built-in files
 // src/model/builtin-<family>.json, or HIER_TUNE_FILE.
 #pragma once
@@ -34,12 +35,25 @@ struct LadderPoint {
   double bytes = 0, ns = 0, ns_all = 0;
 };
 
+struct Point {
+  double bytes = 0, ns = 0;
+};
+
+constexpr size_t kColls = static_cast<size_t>(config::Coll::Count);
+
 struct LevelParams {
   double latency_ns = 0;
   double ns_per_byte = 0;            // one flow alone
   std::vector<FlowPoint> concurrent;  // ascending flows; empty: every flow at ns_per_byte
   std::vector<LadderPoint> ladder;    // ascending bytes; empty: the latency + bandwidth line
   int ladder_flows = 1;               // the flows of the ladder's ns_all
+  // Measured level steps (hier-tune, levels.X.steps; docs/model.md, "Measured level steps"): the
+  // MPI's own collective on this level's communicators, every communicator of the level running
+  // it at once, each of `step_members` members; per collective (allreduce, allgather,
+  // reduce_scatter_block, bcast), ascending bytes as the planner counts them, the slowest rank's
+  // time. Empty (or step_members 0): the rounds of the MPI's algorithm (cost.cpp).
+  int step_members = 0;
+  std::array<std::vector<Point>, kColls> steps;
   // Per-flow ns per byte with `flows` flows at once: linear between points; above the last, the
   // level is saturated (the last point's aggregate rate shared by all flows).
   double per_flow_ns_per_byte(int flows) const;
@@ -64,11 +78,6 @@ struct AlgoRule {
   Algo algo = Algo::Ring;
 };
 
-struct Point {
-  double bytes = 0, ns = 0;
-};
-
-constexpr size_t kColls = static_cast<size_t>(config::Coll::Count);
 
 // The blockwise quantization kernels' speed for one format (int8 or int4), per byte of float
 // data (float32 as hier-tune measures it; a float64 value counts its 8 bytes).

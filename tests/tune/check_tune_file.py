@@ -66,6 +66,27 @@ for name in expect:
     for p in pts:
         num(p["ns"], f"{name}.ladder[{p['bytes']}].ns")
         num(p["ns_all"], f"{name}.ladder[{p['bytes']}].ns_all")
+# Measured level steps (hier-tune 4): the MPI's collectives on each level's communicators, every
+# one at once; members = the level's communicator size; ascending bytes, the bytes each call
+# moved (a multiple of 4 x members for the allgather / reduce-scatter), at least two sizes.
+for name in expect:
+    st = levels[name].get("steps")
+    if not isinstance(st, dict):
+        fail(f"{name}.steps missing")
+    members = ppn if name == "intra" else nodes
+    if st.get("members") != members:
+        fail(f"{name}.steps.members {st.get('members')!r}, expected {members}")
+    for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
+        pts = st.get(coll)
+        if not isinstance(pts, list) or len(pts) < 2:
+            fail(f"{name}.steps.{coll}: fewer than 2 sizes")
+        b = [p.get("bytes") for p in pts]
+        if b != sorted(set(b)) or not all(isinstance(x, int) and x >= 16384 - 4 * members for x in b):
+            fail(f"{name}.steps.{coll} bytes {b}: not ascending from about 16 KiB")
+        for p in pts:
+            num(p["ns"], f"{name}.steps.{coll}[{p['bytes']}].ns", positive=True)
+            if coll in ("allgather", "reduce_scatter_block") and p["bytes"] % (4 * members):
+                fail(f"{name}.steps.{coll}[{p['bytes']}]: not a multiple of 4 x {members}")
 if expect:
     so = j.get("planner", {}).get("step_overhead_ns")
     num(so, "planner.step_overhead_ns", positive=True)

@@ -356,6 +356,104 @@ TEST(Model, MeasuredFlatPointsOnTheirShapeOnly) {
   EXPECT_DOUBLE_EQ(model::flat_cost(Coll::Allreduce, 2048, other, m), model::flat_algo_cost(Coll::Allreduce, 2048, 4, 2, m));
 }
 
+// Measured level steps (levels.X.steps): a level step of the MPI's collective takes the time
+// measured on that level's communicators, interpolated linearly in bytes, where the member
+// count is the measured one (across nodes: with every node position at once). simple() on
+// 2 x 4 ranks (the file's shape), rs-ar-ag allreduce of 4096 floats (16384 B) for rank 0:
+//   in the node, reduce-scatter of 16384 B input over 4 members; across, an allreduce of the
+//   4096 B shard over 2 members; in the node, the allgather back (16384 B out).
+//   inter allreduce points (1024 B: 50000), (8192 B: 120000): at 4096 B 50000 + 70000 x 3/7 = 80000
+//   intra reduce_scatter_block points (8192: 30000), (32768: 60000): at 16384 B 40000
+//   intra allgather points (16384: 7000), (65536: 9000): at 16384 B exactly the point, 7000
+TEST(Model, MeasuredLevelStepsByHand) {
+  const model::Model plain = [] {
+    model::Model m = simple();
+    m.nodes = 2;
+    m.ranks_per_node = 4;
+    return m;
+  }();
+  model::Model m = plain;
+  m.inter.step_members = 2;
+  m.inter.steps[static_cast<size_t>(Coll::Allreduce)] = {{1024, 50000}, {8192, 120000}};
+  m.intra.step_members = 4;
+  m.intra.steps[static_cast<size_t>(Coll::ReduceScatterBlock)] = {{8192, 30000}, {32768, 60000}};
+  m.intra.steps[static_cast<size_t>(Coll::Allgather)] = {{16384, 7000}, {65536, 9000}};
+  const topo::Shape s = model::two_level(2, 4);
+  std::vector<sched::Schedule> node;
+  for (int r = 0; r < 4; ++r) node.push_back(sched::build_allreduce(s, r, 4096, false, Algorithm::RsArAg, false));
+  const sched::Schedule& sc = node[0];
+  const sched::Step *rs = nullptr, *ar = nullptr, *ag = nullptr;
+  for (const sched::Step& st : sc.steps) {
+    if (st.kind == sched::Kind::ReduceScatter) rs = &st;
+    if (st.kind == sched::Kind::Allreduce) ar = &st;
+    if (st.kind == sched::Kind::Allgather || st.kind == sched::Kind::Allgatherv) ag = &st;
+  }
+  ASSERT_TRUE(rs && ar && ag);
+  EXPECT_DOUBLE_EQ(model::step_cost(*ar, 0, s, m, 4, 4), 80000.0);
+  EXPECT_DOUBLE_EQ(model::step_cost(*ar, 0, s, m, 4, 4, false), 80000.0);  // the reduction is in the time
+  EXPECT_DOUBLE_EQ(model::step_cost(*rs, 0, s, m, 4, 4), 40000.0);
+  EXPECT_DOUBLE_EQ(model::step_cost(*ag, 0, s, m, 4, 4), 7000.0);
+  // The whole schedule: the three measured steps (no copies cost in simple()).
+  EXPECT_DOUBLE_EQ(model::cost(node, 0, s, m, 4), 80000.0 + 40000.0 + 7000.0);
+  // Across nodes with one node position only (not as measured): the rounds model.
+  EXPECT_DOUBLE_EQ(model::step_cost(*ar, 0, s, m, 4, 1), model::step_cost(*ar, 0, s, plain, 4, 1));
+  // Above the last point: the last segment's slope, 120000 + 8192 x 10 = 200000 at 16384 B;
+  // a falling last segment: flat (never less than the last point).
+  sched::Step big = *ar;
+  big.count = 4096;
+  EXPECT_DOUBLE_EQ(model::step_cost(big, 0, s, m, 4, 4), 200000.0);
+  model::Model falling = m;
+  falling.inter.steps[static_cast<size_t>(Coll::Allreduce)] = {{1024, 50000}, {8192, 40000}};
+  EXPECT_DOUBLE_EQ(model::step_cost(big, 0, s, falling, 4, 4), 40000.0);
+  // Below the first point: the rounds model (2 rounds of ring at 256 B, 4 flows: 20 ns/B x 2 = 40).
+  sched::Step small = *ar;
+  small.count = 128;
+  const double rounds = model::step_cost(small, 0, s, plain, 4, 4);
+  EXPECT_DOUBLE_EQ(model::step_cost(small, 0, s, m, 4, 4), rounds);
+  EXPECT_NE(rounds, 50000.0);
+  // libhier's own direct reduce-scatter exchange is not the MPI's collective: the rounds model.
+  model::Model direct = m;
+  direct.direct_rs_from = 0;
+  model::Model direct_plain = plain;
+  direct_plain.direct_rs_from = 0;
+  EXPECT_DOUBLE_EQ(model::step_cost(*rs, 0, s, direct, 4, 4), model::step_cost(*rs, 0, s, direct_plain, 4, 4));
+  // Another shape (4 nodes: the cross communicators have 4 members, not 2): the rounds model
+  // across; the node's steps (4 members, as measured) keep their points.
+  const topo::Shape s4 = model::two_level(4, 4);
+  const sched::Schedule sc4 = sched::build_allreduce(s4, 0, 4096, false, Algorithm::RsArAg, false);
+  int seen = 0;
+  for (const sched::Step& st : sc4.steps) {
+    if (st.kind == sched::Kind::Allreduce) {
+      EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s4, m, 4, 4), model::step_cost(st, 0, s4, plain, 4, 4));
+      EXPECT_NE(model::step_cost(st, 0, s4, m, 4, 4), 80000.0);
+      ++seen;
+    }
+    if (st.kind == sched::Kind::ReduceScatter) {
+      EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s4, m, 4, 4), 40000.0);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
+  // A deeper shape (two levels inside the node): neither is the measured node communicator
+  // (even with the member count the file states); the outermost level is the cross one.
+  const topo::Shape deep = model::cartesian({{"gpu", 2}, {"node", 2}, {"world", 2}});
+  const sched::Schedule scd = sched::build_allreduce(deep, 0, 4096, false, Algorithm::RsArAg, false);
+  model::Model m2 = m;
+  m2.intra.step_members = 2;
+  seen = 0;
+  for (const sched::Step& st : scd.steps) {
+    if (st.comm.on != sched::On::Step) continue;
+    ++seen;
+    if (st.comm.level < 2) {
+      EXPECT_DOUBLE_EQ(model::step_cost(st, 0, deep, m2, 4, 4), model::step_cost(st, 0, deep, plain, 4, 4));
+    } else {
+      EXPECT_EQ(st.kind, sched::Kind::Allreduce);
+      EXPECT_DOUBLE_EQ(model::step_cost(st, 0, deep, m2, 4, 4), 80000.0);  // the 4096 B shard
+    }
+  }
+  EXPECT_EQ(seen, 5);
+}
+
 // ---- the loader ----
 
 std::string v2(const std::string& family = "openmpi", int nodes = 2, int rpn = 4) {
@@ -591,6 +689,70 @@ TEST(ModelLoad, LadderOptionalOldFilesStillLoad) {
   EXPECT_TRUE(t.model.scatterv_sequential);
   ASSERT_TRUE(model::parse(v2("mpich"), model::Family::Mpich, {2, 4}, model::builtin(model::Family::Mpich), t, err)) << err;
   EXPECT_FALSE(t.model.scatterv_sequential);
+}
+
+// Measured level steps (hier-tune 4, levels.X.steps): optional; read with their member count;
+// the older files (none) keep the rounds model; a broken list gives one line and the built-in.
+TEST(ModelLoad, LevelStepsOptionalAndChecked) {
+  const model::Model& b = model::builtin(model::Family::OpenMPI);
+  model::TuneFile t;
+  std::string err;
+  ASSERT_TRUE(model::parse(v2(), model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  EXPECT_EQ(t.model.inter.step_members, 0);
+  for (const auto& pts : t.model.inter.steps) EXPECT_TRUE(pts.empty());
+  for (const char* f : {"v3-tune-mpich-2x4.json", "v5-tune-mpich-2x4.json"}) {
+    std::ifstream in(std::string(HIER_SOURCE_DIR) + "/bench/model/results/" + f);
+    ASSERT_TRUE(in) << f;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_TRUE(model::parse(text, model::Family::Mpich, {}, model::builtin(model::Family::Mpich), t, err)) << f << err;
+    EXPECT_EQ(t.model.intra.step_members, 0) << f;
+    EXPECT_TRUE(t.model.inter.steps[static_cast<size_t>(Coll::Allreduce)].empty()) << f;
+  }
+  std::string with = v2();
+  const std::string steps =
+      R"("steps":{"members":2,"allreduce":[{"bytes":16384,"ns":1e6},{"bytes":65536,"ns":2e6}],"bcast":[],)"
+      R"("reduce":[{"bytes":1,"ns":1}]},)";
+  with.replace(with.find("\"latency_ns\":2000"), 0, steps);
+  ASSERT_TRUE(model::parse(with, model::Family::OpenMPI, {2, 4}, b, t, err)) << err;
+  EXPECT_EQ(t.model.inter.step_members, 2);
+  ASSERT_EQ(t.model.inter.steps[static_cast<size_t>(Coll::Allreduce)].size(), 2u);
+  EXPECT_DOUBLE_EQ(t.model.inter.steps[static_cast<size_t>(Coll::Allreduce)][1].ns, 2e6);
+  EXPECT_TRUE(t.model.inter.steps[static_cast<size_t>(Coll::Bcast)].empty());
+  EXPECT_TRUE(t.model.inter.steps[static_cast<size_t>(Coll::Reduce)].empty());  // not a measured step kind
+  EXPECT_EQ(t.model.intra.step_members, 0);
+  // The planner uses them on the file's shape (2 x 4: the cross allreduce of rs-ar-ag) and not
+  // on another (4 x 4: 4 members across).
+  const topo::Shape s = model::two_level(2, 4), s4 = model::two_level(4, 4);
+  model::TuneFile plain;
+  ASSERT_TRUE(model::parse(v2(), model::Family::OpenMPI, {2, 4}, b, plain, err)) << err;
+  const model::Call call{Coll::Allreduce, 128 * KiB, 4};
+  EXPECT_NE(model::hier_cost(call, s, t.model, Algorithm::RsArAg, 1), model::hier_cost(call, s, plain.model, Algorithm::RsArAg, 1));
+  EXPECT_DOUBLE_EQ(model::hier_cost(call, s4, t.model, Algorithm::RsArAg, 1),
+                   model::hier_cost(call, s4, plain.model, Algorithm::RsArAg, 1));
+  for (auto [from, to, expect] : std::initializer_list<std::tuple<std::string, std::string, std::string>>{
+           {"\"members\":2", "\"members\":2.5", "levels.inter.steps.members is not an integer"},
+           {"\"members\":2", "\"members\":1", "levels.inter.steps.members = 1 (must be >= 2"},
+           {"\"members\":2,", "", "missing levels.inter.steps.members"},
+           {"\"bytes\":65536", "\"bytes\":16384", "levels.inter.steps.allreduce[1].bytes not ascending"},
+           {"\"ns\":2e6", "\"ns\":-1", "levels.inter.steps.allreduce[1].ns = -1 (must be >= 0"},
+           {"\"ns\":2e6", "\"ns\":\"slow\"", "levels.inter.steps.allreduce[1].ns is not a number"},
+           {",{\"bytes\":65536,\"ns\":2e6}", "", "levels.inter.steps.allreduce has one point (at least two, or none)"},
+           {"\"bcast\":[]", "\"bcast\":{}", "levels.inter.steps.bcast is not a list"},
+           {"\"steps\":{", "\"steps\":[1],\"x\":{", "levels.inter.steps is not an object"}}) {
+    SCOPED_TRACE(to);
+    std::string bad = with;
+    ASSERT_NE(bad.find(from), std::string::npos);
+    bad.replace(bad.find(from), from.size(), to);
+    EXPECT_FALSE(model::parse(bad, model::Family::OpenMPI, {2, 4}, b, t, err));
+    EXPECT_EQ(err.rfind(expect, 0), 0u) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos);
+    const std::string path = ::testing::TempDir() + "/model_test_steps.json";
+    std::ofstream(path) << bad;
+    const model::TuneFile f = model::load(path, model::Family::OpenMPI, {2, 4});
+    EXPECT_EQ(f.warning, "HIER_TUNE_FILE=" + path + ": " + err + "; using the built-in model");
+    EXPECT_EQ(f.model.inter.step_members, 0);
+    std::remove(path.c_str());
+  }
 }
 
 // Every rank computes plan() from identical inputs; it must be a function of them alone: the

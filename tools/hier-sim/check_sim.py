@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """hier-sim's output against the same predictions computed here, independently of src/model.
 
-1. A hand-computable machine (2 nodes x 2 ranks, round numbers): allreduce of 4096 bytes.
+1. A hand-computable machine (2 nodes x 2 ranks, round numbers): allreduce of 4096 bytes; with
+   measured level steps, on their shape and on another (4 nodes: not used).
 2. The bundled Frontier-like machine: the flat ring allreduce of 1 GiB on 2 and 9408 nodes.
 """
 import csv
@@ -69,6 +70,27 @@ check("hand MPI (ring)", float(row["flat_mpi_ns"]), ring)
 check("hand libhier", float(row["libhier_ns"]), hier)
 if row["libhier_algorithm"] != "rs-ar-ag" or row["planner"] != "hier":
     failed.append(f"hand: algorithm {row['libhier_algorithm']}, planner {row['planner']}")
+
+# 1b. The same machine with measured level steps across nodes (levels.inter.steps, 2 members):
+# on its own shape (2 nodes) libhier's cross allreduce of n/2 bytes is the measured time,
+# interpolated (1024 B: 5000, 4096 B: 11000; at 2048 B: 7000); on 4 nodes the cross
+# communicators have 4 members, not the measured 2: the rounds model (ring, 6 rounds of n/8).
+stepped = json.loads(json.dumps(simple))
+stepped["model"]["levels"]["inter"]["steps"] = {
+    "members": 2, "allreduce": [{"bytes": 1024, "ns": 5000}, {"bytes": 4096, "ns": 11000}]}
+node_rs, node_ag = 1000 + n / 2 + n / 2 * red, 1000 + n / 2
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    json.dump(stepped, f)
+    stepped_path = f.name
+try:
+    rows = {int(r["nodes"]): r for r in run(stepped_path, ["--coll", "allreduce", "--bytes", str(n), "--elem", "4",
+                                                           "--nodes", "2,4", "--algo", "rs-ar-ag"])}
+finally:
+    os.unlink(stepped_path)
+check("measured steps, own shape", float(rows[2]["libhier_ns"]), node_rs + 7000 + node_ag)
+q = n / 2 / 4
+check("measured steps, 4 nodes", float(rows[4]["libhier_ns"]),
+      node_rs + 6 * (10000 + q * 20.0) + 3 * q * red + node_ag)
 
 # 2. Frontier-like: flat ring of 1 GiB; 8 ranks per node, so each ring round has 7 messages
 # inside a node and 1 crossing to the next.

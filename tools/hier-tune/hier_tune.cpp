@@ -19,6 +19,11 @@
 //  - compute: MPI_Reduce_local (MPI_FLOAT, MPI_SUM) and memcpy, per byte; the quantization
 //    kernels (HIER_QUANT) at HIER_QUANT_BLOCK, int8 and int4: quantize, dequantize and the fused
 //    dequantize + add, per byte of float32 data (compute.quant; under a second in all).
+//  - levels.X.steps: the same four collectives on the level's communicators, every one at once
+//    (all nodes' node communicators; all cross communicators, one per node position), as a
+//    schedule's level step runs them, 16 KiB .. 4 MiB (--quick: 16 and 256 KiB), median of 3,
+//    with the member count (`members`); the cost code uses them for level steps of that member
+//    count (docs/model.md, "Measured level steps"). Only when every node has as many ranks.
 //  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
@@ -137,8 +142,9 @@ using json = nlohmann::json;
 
 const char* kUsage =
     "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--help]\n"
-    "  Measures libhier's machine model (levels, compute, the MPI's own collectives, datatype\n"
-    "  engine) and writes it as JSON (format libhier-tune/2, docs/tune-file.md) to FILE\n"
+    "  Measures libhier's machine model (levels, compute, the MPI's own collectives on the whole\n"
+    "  communicator and on each level's communicators, datatype engine) and writes it as JSON\n"
+    "  (format libhier-tune/2, docs/tune-file.md) to FILE\n"
     "  (default: stdout). Launch it like the application: same nodes, ranks per node, MPI.\n"
     "  --quick   fewer sizes and repetitions (seconds; for tests)\n"
     "  --ladder  also measure each level's message ladder (levels.X.ladder), which the cost\n"
@@ -377,6 +383,51 @@ json measure_flat(const Shape& s, bool quick) {
   return out;
 }
 
+// Measured level steps (levels.X.steps, docs/model.md "Measured level steps"): the MPI's own
+// Allreduce (float sum) / Allgather / Reduce_scatter_block / Bcast on `level` (this rank's node
+// communicator or cross communicator), every communicator of the level running it at once, as a
+// schedule's level step runs; bytes as the planner counts them (the whole vector, output or
+// input: the bytes actually moved, a multiple of 4 x members), the slowest rank's time, median
+// of `reps`. Every rank calls it (each on its own communicator of the level).
+// Cost: 4 collectives x sizes x (reps + 1) calls; 5 x 4 on the emulated cluster at ~10-200 ms a
+// call: 2-16 s per level.
+json measure_steps(MPI_Comm level, int members, bool quick) {
+  const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{16 << 10, 256 << 10}
+                                           : std::vector<int64_t>{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
+  const int reps = 3;
+  json out = {{"members", members}};
+  const int64_t cap = sizes.back();
+  std::vector<float> a(cap / 4 + members, 1.0f), b(cap / 4 + members, 0.0f);
+  // call(n) runs the collective for (about) n bytes and returns the bytes it counts.
+  auto run = [&](const char* name, const std::function<int64_t(int64_t, bool)>& call) {
+    json pts = json::array();
+    for (int64_t n : sizes) {
+      const double t = timed(MPI_COMM_WORLD, reps, [&] { call(n, true); });
+      pts.push_back({{"bytes", call(n, false)}, {"ns", 1e9 * t}});
+    }
+    out[name] = pts;
+  };
+  run("allreduce", [&](int64_t n, bool go) {
+    if (go) PMPI_Allreduce(a.data(), b.data(), static_cast<int>(n / 4), MPI_FLOAT, MPI_SUM, level);
+    return n / 4 * 4;
+  });
+  run("allgather", [&](int64_t n, bool go) {  // the whole output
+    const int per = static_cast<int>(n / 4 / members);
+    if (go) PMPI_Allgather(a.data(), per, MPI_FLOAT, b.data(), per, MPI_FLOAT, level);
+    return static_cast<int64_t>(per) * 4 * members;
+  });
+  run("reduce_scatter_block", [&](int64_t n, bool go) {  // the whole input
+    const int per = static_cast<int>(n / 4 / members);
+    if (go) PMPI_Reduce_scatter_block(a.data(), b.data(), per, MPI_FLOAT, MPI_SUM, level);
+    return static_cast<int64_t>(per) * 4 * members;
+  });
+  run("bcast", [&](int64_t n, bool go) {
+    if (go) PMPI_Bcast(a.data(), static_cast<int>(n / 4), MPI_FLOAT, 0, level);
+    return n / 4 * 4;
+  });
+  return out;
+}
+
 // The host quantization kernels (src/quant, what the quantized collectives run) on `bytes` of
 // float32 in blocks of `block` values, for int8 and int4: quantize, dequantize and the fused
 // dequantize + add, each per byte of float data (model::QuantRates). Float32 only: the model
@@ -579,7 +630,10 @@ int main(int argc, char** argv) {
   const Shape s = shape();
   const RankMap map = rank_map(s);
   if (!s.uniform && rank == 0)
-    std::fprintf(stderr, "hier-tune: warning: nodes have different numbers of ranks; the file states %d per node\n", s.ppn);
+    std::fprintf(stderr,
+                 "hier-tune: warning: nodes have different numbers of ranks; the file states %d per node "
+                 "(no levels.X.steps)\n",
+                 s.ppn);
 
   json levels = json::object();
   std::vector<char> buf((quick ? 1 : 4) << 20, 1);
@@ -590,6 +644,8 @@ int main(int argc, char** argv) {
     const int ppn = s.ppn;
     levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [ppn](int i) { return (i + 1) % ppn; },
                                     ppn, quick, ladder, buf, s.node_comm, s.ppn);
+    // (every node the same size: the communicators of the level are alike)
+    if (s.uniform) levels["intra"]["steps"] = measure_steps(s.node_comm, s.ppn, quick);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
   }
@@ -601,6 +657,7 @@ int main(int argc, char** argv) {
     PMPI_Comm_split(MPI_COMM_WORLD, s.local, s.rank, &cross);
     levels["inter"] = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; },
                                     std::min(s.ppn, ppn1), quick, ladder, buf, cross, s.nodes);
+    if (s.uniform) levels["inter"]["steps"] = measure_steps(cross, s.nodes, quick);
     PMPI_Comm_free(&cross);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one node: only levels.intra is measured (no levels.inter)\n");
@@ -639,7 +696,7 @@ int main(int argc, char** argv) {
                 {"nodes", s.nodes},
                 {"ranks_per_node", s.ppn},
                 {"measured", iso_now()},
-                {"tool", "hier-tune 3"}}},
+                {"tool", "hier-tune 4"}}},
               {"levels", levels},
               {"compute", compute},
               {"flat_measured", flat},
