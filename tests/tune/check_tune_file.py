@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks a file written by hier-tune against docs/tune-file.md (libhier-tune/2).
-usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY [ladder]
-(ladder: the file must have levels.X.ladder, as hier-tune --ladder writes; without: it must not)"""
+usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY [OPTS]
+(OPTS, comma-separated: ladder: the file must have levels.X.ladder, as hier-tune --ladder writes;
+steps: levels.X.steps, as hier-tune --level-steps writes; without: it must not)"""
 import json, math, os, sys
 
 def fail(msg):
@@ -15,7 +16,8 @@ def num(x, where, positive=False):
         fail(f"{where} = {x!r}: not > 0")
 
 path, nodes, ppn, family = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-want_ladder = len(sys.argv) > 5 and sys.argv[5] == "ladder"
+opts = sys.argv[5].split(",") if len(sys.argv) > 5 else []
+want_ladder, want_steps = "ladder" in opts, "steps" in opts
 j = json.load(open(path))
 if j.get("format") != "libhier-tune/2":
     fail(f"format {j.get('format')!r}")
@@ -71,6 +73,10 @@ for name in expect:
 # moved (a multiple of 4 x members for the allgather / reduce-scatter), at least two sizes.
 for name in expect:
     st = levels[name].get("steps")
+    if not want_steps:
+        if st is not None:
+            fail(f"{name}.steps written without --level-steps")
+        continue
     if not isinstance(st, dict):
         fail(f"{name}.steps missing")
     members = ppn if name == "intra" else nodes
@@ -85,6 +91,11 @@ for name in expect:
             fail(f"{name}.steps.{coll} bytes {b}: not ascending from about 16 KiB")
         for p in pts:
             num(p["ns"], f"{name}.steps.{coll}[{p['bytes']}].ns", positive=True)
+            num(p["measured_ns"], f"{name}.steps.{coll}[{p['bytes']}].measured_ns", positive=True)
+            # ns: the measured time less the level's busy latency, at least a fifth of it
+            want = max(p["measured_ns"] - levels[name]["busy_latency_ns"], 0.2 * p["measured_ns"])
+            if abs(p["ns"] - want) > 1e-6 * want + 1:
+                fail(f"{name}.steps.{coll}[{p['bytes']}].ns {p['ns']}: not measured_ns less the busy latency ({want})")
             if coll in ("allgather", "reduce_scatter_block") and p["bytes"] % (4 * members):
                 fail(f"{name}.steps.{coll}[{p['bytes']}]: not a multiple of 4 x {members}")
 if expect:

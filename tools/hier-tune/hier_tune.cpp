@@ -1,7 +1,7 @@
 // hier-tune: measures libhier's machine model on the user's machine and writes one JSON file
 // in the format "libhier-tune/2" (docs/tune-file.md) for HIER_TUNE_FILE: the collectives
 // planner's per-level parameters and the datatype engine's cost lines.
-//   mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder]   (launched like the application)
+//   mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--level-steps]   (launched like the application)
 // What it measures (every figure the median of repetitions, the slowest rank's time):
 //  - levels.intra: two ranks sharing memory (MPI_COMM_TYPE_SHARED): half a ping-pong of 0 bytes
 //    while the others wait, and the time per round of a 4-byte allreduce on every node at once
@@ -19,11 +19,14 @@
 //  - compute: MPI_Reduce_local (MPI_FLOAT, MPI_SUM) and memcpy, per byte; the quantization
 //    kernels (HIER_QUANT) at HIER_QUANT_BLOCK, int8 and int4: quantize, dequantize and the fused
 //    dequantize + add, per byte of float32 data (compute.quant; under a second in all).
-//  - levels.X.steps: the same four collectives on the level's communicators, every one at once
-//    (all nodes' node communicators; all cross communicators, one per node position), as a
-//    schedule's level step runs them, 16 KiB .. 4 MiB (--quick: 16 and 256 KiB), median of 3,
-//    with the member count (`members`); the cost code uses them for level steps of that member
-//    count (docs/model.md, "Measured level steps"). Only when every node has as many ranks.
+//  - levels.X.steps (only with --level-steps): the same four collectives on the level's
+//    communicators, every one at once (all nodes' node communicators; all cross communicators,
+//    one per node position), as a schedule's level step runs them, 16 KiB .. 4 MiB (--quick: 16
+//    and 256 KiB), median of 3, with the member count (`members`); `ns` is the measured time
+//    (`measured_ns`) less the level's busy latency (at least a fifth of it): a step timed alone
+//    pays for waking its members, inside a schedule they run already. The cost code uses them
+//    for level steps of that member count (docs/model.md, "Measured level steps"). Only when
+//    every node has as many ranks.
 //  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
@@ -141,15 +144,18 @@ Layout vector_layout(int64_t bytes, int block) {
 using json = nlohmann::json;
 
 const char* kUsage =
-    "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--help]\n"
+    "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--level-steps] [--help]\n"
     "  Measures libhier's machine model (levels, compute, the MPI's own collectives on the whole\n"
-    "  communicator and on each level's communicators, datatype engine) and writes it as JSON\n"
+    "  communicator, datatype engine) and writes it as JSON\n"
     "  (format libhier-tune/2, docs/tune-file.md) to FILE\n"
     "  (default: stdout). Launch it like the application: same nodes, ranks per node, MPI.\n"
     "  --quick   fewer sizes and repetitions (seconds; for tests)\n"
     "  --ladder  also measure each level's message ladder (levels.X.ladder), which the cost\n"
     "            code then uses instead of latency + bytes x time per byte; off by default\n"
-    "            (docs/model.md: on an oversubscribed machine its points are wake-ups)\n";
+    "            (docs/model.md: on an oversubscribed machine its points are wake-ups)\n"
+    "  --level-steps  also time the MPI's collectives on each level's communicators\n"
+    "            (levels.X.steps), which the cost code then uses for level steps of that size;\n"
+    "            off by default until validated in a run (docs/model.md, \"Measured level steps\")\n";
 
 double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
@@ -388,10 +394,14 @@ json measure_flat(const Shape& s, bool quick) {
 // communicator or cross communicator), every communicator of the level running it at once, as a
 // schedule's level step runs; bytes as the planner counts them (the whole vector, output or
 // input: the bytes actually moved, a multiple of 4 x members), the slowest rank's time, median
-// of `reps`. Every rank calls it (each on its own communicator of the level).
+// of `reps`, less `start_ns` (the level's busy latency; at least a fifth of the time is kept):
+// timed alone, a step includes waking every member, which inside a schedule the step before has
+// done (offline, bench/model/results/levelsteps-offline.md: the raw times over-predicted small
+// and mid-size schedules by about one wake-up per step). Every rank calls it (each on its own
+// communicator of the level).
 // Cost: 4 collectives x sizes x (reps + 1) calls; 5 x 4 on the emulated cluster at ~10-200 ms a
 // call: 2-16 s per level.
-json measure_steps(MPI_Comm level, int members, bool quick) {
+json measure_steps(MPI_Comm level, int members, bool quick, double start_ns) {
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{16 << 10, 256 << 10}
                                            : std::vector<int64_t>{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
   const int reps = 3;
@@ -402,8 +412,8 @@ json measure_steps(MPI_Comm level, int members, bool quick) {
   auto run = [&](const char* name, const std::function<int64_t(int64_t, bool)>& call) {
     json pts = json::array();
     for (int64_t n : sizes) {
-      const double t = timed(MPI_COMM_WORLD, reps, [&] { call(n, true); });
-      pts.push_back({{"bytes", call(n, false)}, {"ns", 1e9 * t}});
+      const double t = 1e9 * timed(MPI_COMM_WORLD, reps, [&] { call(n, true); });
+      pts.push_back({{"bytes", call(n, false)}, {"ns", std::max(t - start_ns, 0.2 * t)}, {"measured_ns", t}});
     }
     out[name] = pts;
   };
@@ -578,7 +588,7 @@ int main(int argc, char** argv) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   std::string out;
-  bool quick = false, ladder = false;
+  bool quick = false, ladder = false, level_steps = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-o" && i + 1 < argc) {
@@ -587,6 +597,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (a == "--ladder") {
       ladder = true;
+    } else if (a == "--level-steps") {
+      level_steps = true;
     } else if (a == "--help" || a == "-h") {
       if (rank == 0) std::fputs(kUsage, stdout);
       MPI_Finalize();
@@ -645,7 +657,8 @@ int main(int argc, char** argv) {
     levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [ppn](int i) { return (i + 1) % ppn; },
                                     ppn, quick, ladder, buf, s.node_comm, s.ppn);
     // (every node the same size: the communicators of the level are alike)
-    if (s.uniform) levels["intra"]["steps"] = measure_steps(s.node_comm, s.ppn, quick);
+    if (s.uniform && level_steps)
+      levels["intra"]["steps"] = measure_steps(s.node_comm, s.ppn, quick, levels["intra"]["busy_latency_ns"].get<double>());
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
   }
@@ -657,7 +670,8 @@ int main(int argc, char** argv) {
     PMPI_Comm_split(MPI_COMM_WORLD, s.local, s.rank, &cross);
     levels["inter"] = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; },
                                     std::min(s.ppn, ppn1), quick, ladder, buf, cross, s.nodes);
-    if (s.uniform) levels["inter"]["steps"] = measure_steps(cross, s.nodes, quick);
+    if (s.uniform && level_steps)
+      levels["inter"]["steps"] = measure_steps(cross, s.nodes, quick, levels["inter"]["busy_latency_ns"].get<double>());
     PMPI_Comm_free(&cross);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one node: only levels.intra is measured (no levels.inter)\n");
