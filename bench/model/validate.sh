@@ -15,17 +15,19 @@
 #   bench/model/validate.sh [--mpis "openmpi mpich"] [--shapes "2x4 4x2"] [--reps 3]
 #                           [--min 65536] [--max 16777216] [--step 2] [--iters 6] [--out DIR] [--build-dir PREFIX]
 #                           [--tune-dir DIR]   (reuse tune files DIR/tune-MPI-NxP.json instead of measuring)
+#                           [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 command_line="bench/model/validate.sh $*"
 mpis="openmpi mpich" shapes="2x4 4x2" reps=3 min=65536 max=$((16 << 20)) iters=6 out=bench/model/out
-prefix=build/lead tune_dir="" timeout=600 step=2
+prefix=build/lead tune_dir="" timeout=600 step=2 tune_args=
 while (($#)); do
   case $1 in
     --mpis) mpis=$2; shift 2;; --shapes) shapes=$2; shift 2;; --reps) reps=$2; shift 2;;
     --min) min=$2; shift 2;; --max) max=$2; shift 2;; --iters) iters=$2; shift 2;; --step) step=$2; shift 2;;
     --out) out=$2; shift 2;; --build-dir) prefix=$2; shift 2;; --tune-dir) tune_dir=$2; shift 2;;
+    --tune-args) tune_args=$2; shift 2;;
     *) echo "validate.sh: unknown option $1 (see the header of this script)" >&2; exit 2;;
   esac
 done
@@ -57,7 +59,7 @@ for shape in $shapes; do
     else
       echo "== $tag: hier-tune"
       start=$(date +%s)
-      tools/minicluster run --timeout 300 --done-file "$tune" --mpi "$mpi" -- "$b/hier-tune" -o "$tune" > "$raw/$tag.tune.log" 2>&1 \
+      tools/minicluster run --timeout 300 --done-file "$tune" --mpi "$mpi" -- "$b/hier-tune" $tune_args -o "$tune" > "$raw/$tag.tune.log" 2>&1 \
         || { echo "hier-tune failed on $tag:"; tail -5 "$raw/$tag.tune.log"; exit 1; }
       echo "   hier-tune took $(( $(date +%s) - start )) s"
     fi
