@@ -511,6 +511,11 @@ int start_quant_request(std::unique_ptr<QuantCall> qp, MPI_Request* out) {
   return start_request(std::move(r), out);
 }
 
+// The form of the call, for TRACE.
+const char* form(const MPI_Request* req) {
+  return !req ? "" : persistent_init_scope() ? " (persistent)" : " (nonblocking)";
+}
+
 int run_or_start(std::unique_ptr<QuantCall> q, MPI_Request* req) {
   if (req) return start_quant_request(std::move(q), req);
   return run_blocking(*q);
@@ -553,8 +558,8 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   const auto s = quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), t, check_bytes,
                                 [&](int) { return sched::build_quant_allreduce(lv.shape, rank, count, in_place, qp); });
   if (!s) return std::nullopt;
-  HIER_TRACE("exec", "rank %d: MPI_%sallreduce of %d %s quantized %s, block %lld, across %d nodes of %d", lv.rank,
-             req ? "I" : "A", count, type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
+  HIER_TRACE("exec", "rank %d: MPI_Allreduce%s of %d %s quantized %s, block %lld, across %d nodes of %d", lv.rank,
+             form(req), count, type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
              static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   auto q = new_call(Coll::Allreduce, bits, p, s, t, in_place ? recvbuf : sendbuf, count, check_bytes);
   q->send = static_cast<const char*>(sendbuf);
@@ -602,7 +607,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   if (!s) return std::nullopt;
   const char* name = block ? "reduce_scatter_block" : "reduce_scatter";
   HIER_TRACE("exec", "rank %d: %s%s of %lld %s quantized %s, block %lld, across %d nodes of %d", lv.rank,
-             req ? "i" : "", name, static_cast<long long>(total), elem == MPI_FLOAT ? "float" : "double",
+             name, form(req), static_cast<long long>(total), elem == MPI_FLOAT ? "float" : "double",
              bits == 8 ? "int8" : "int4", static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   const char* in = static_cast<const char*>(in_place ? recvbuf : sendbuf);
   auto q = new_call(coll, bits, p, s, t, in, total, check_bytes);
@@ -653,8 +658,8 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
       p, quant_key(Coll::Allgather, p, false, c, et, bits), et, check_bytes,
       [&](int v) { return sched::build_quant_allgather(lv.shape, rank, c, v == 1, qp); }, rt.dense ? 0 : 1, true);
   if (!s) return std::nullopt;
-  HIER_TRACE("exec", "rank %d: MPI_%sllgather of %lld %s per rank quantized %s, block %lld, across %d nodes of %d",
-             lv.rank, req ? "Ia" : "A", static_cast<long long>(c), elem == MPI_FLOAT ? "float" : "double",
+  HIER_TRACE("exec", "rank %d: MPI_Allgather%s of %lld %s per rank quantized %s, block %lld, across %d nodes of %d",
+             lv.rank, form(req), static_cast<long long>(c), elem == MPI_FLOAT ? "float" : "double",
              bits == 8 ? "int8" : "int4", static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   const char* src = in_place ? recv + lv.rank * block_stride : static_cast<const char*>(sendbuf);
   auto q = new_call(Coll::Allgather, bits, p, s, et, src, recvcount, check_bytes);

@@ -205,13 +205,15 @@ TEST(QuantNb, IreduceScatter) {
 
 // ---- Allgather --------------------------------------------------------------------------------
 
-// recv_gap: the receive type is one value per 2 slots (MPI_Type_create_resized): a non-dense
-// layout, unpacked block by block (StoreBlock); the gaps must stay untouched.
+// mixed: on odd ranks the receive type is one value per 2 slots (MPI_Type_create_resized), a
+// non-dense layout of the same type signature, unpacked block by block (StoreBlock), whose gaps
+// must stay untouched; even ranks receive dense. Every rank must still take the same schedule.
 template <class T>
-void allgather_case(int64_t c, bool in_place, bool recv_gap, int seed) {
+void allgather_case(int64_t c, bool in_place, bool mixed, int seed) {
   const World w = world();
+  const bool recv_gap = mixed && w.rank % 2 == 1;
   const std::string what = std::string("Iallgather ") + tname<T>() + " count " + std::to_string(c) +
-                           (in_place ? " in-place" : "") + (recv_gap ? " strided receive" : "") + " seed " + std::to_string(seed);
+                           (in_place ? " in-place" : "") + (mixed ? " mixed receive layouts" : "") + " seed " + std::to_string(seed);
   const MPI_Datatype T_ = mpi_type<T>();
   MPI_Datatype rt = T_;
   if (recv_gap) {
