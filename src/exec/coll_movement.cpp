@@ -103,10 +103,11 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
       elem_size = e == MPI_FLOAT ? 4 : 8;
   auto p = prepare(coll, total, comm, elem_size, req != nullptr);
   if (!p) return std::nullopt;
-  // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized.
-  // Blocking only (a nonblocking call must return a request, which the quantized path has not).
-  if (coll == Coll::Allgather && !req)
-    if (auto rc = quant_allgather(*p, sendbuf, sendcount, sendtype, recvbuf, static_cast<int>(counts[0]), rt)) return rc;
+  // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized,
+  // blocking, nonblocking or persistent (a request on the same schedule).
+  if (coll == Coll::Allgather)
+    if (auto rc = quant_allgather(*p, sendbuf, sendcount, sendtype, recvbuf, static_cast<int>(counts[0]), rt, req))
+      return rc;
   if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const int rank = p->ctx->levels->rank;
   const bool in_place = sendbuf == MPI_IN_PLACE;

@@ -1,6 +1,8 @@
 // Quantized hierarchical collectives (issue 13, HIER_QUANT=int8|int4, docs/quantization.md):
 // MPI_Allreduce and MPI_Reduce_scatter(_block) with MPI_SUM on MPI_FLOAT / MPI_DOUBLE, and
 // MPI_Allgather of float / double type signatures (any handle or layout) on cartesian 2-level shapes, where the planner predicts them faster.
+// Blocking, nonblocking (MPI_Iallreduce, ...) and persistent (MPI_Allreduce_init, ...) forms
+// alike: one decision and one schedule-cache entry, run blocking or as a request (exec/request.hpp).
 // Lossy, within a stated bound; every rank still gets the same bits. Everything else stays
 // exact. Error feedback (HIER_QUANT_FEEDBACK), the check (HIER_QUANT_CHECK) and the report's
 // "quantization" section live here too.
@@ -32,18 +34,22 @@ int quant_bits(config::Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, 
 // The quantized path of exec::allreduce, given the call's prepared context. Null when the call
 // is not eligible (the decision uses only the arguments, the configuration and the shape, so it
 // is the same on every rank), or when the schedule's memory could not be acquired on every rank:
-// the caller then goes on with the exact path. Otherwise the MPI return code.
+// the caller then goes on with the exact path. Otherwise the MPI return code. `req`: null for
+// the blocking call; otherwise the call is MPI_Iallreduce (or, inside a PersistentInit scope,
+// MPI_Allreduce_init) and *req receives its request, which completes with the same bits the
+// blocking call gives on the same input.
 std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
-                                   MPI_Op op, const TypeInfo& t);
+                                   MPI_Op op, const TypeInfo& t, MPI_Request* req = nullptr);
 
 // The quantized paths of reduce_scatter_block / reduce_scatter (`counts` per rank, `coll` says
 // which) and of allgather (recvtype's TypeInfo `rt`; the send type, and the other ranks' types,
 // may differ from it in layout: a non-dense layout is packed and unpacked through the datatype
-// engine). Same contract as quant_allreduce.
+// engine). Same contract as quant_allreduce, `req` included.
 std::optional<int> quant_reduce_scatter(Prepared& p, config::Coll coll, const void* sendbuf, void* recvbuf,
-                                        const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t);
+                                        const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t,
+                                        MPI_Request* req = nullptr);
 std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                   void* recvbuf, int recvcount, const TypeInfo& rt);
+                                   void* recvbuf, int recvcount, const TypeInfo& rt, MPI_Request* req = nullptr);
 
 // The tag of the last hierarchical call made on this thread (HierInt8 / HierInt4 after a
 // quantized call, Hier otherwise), reset to Hier: the coll dispatch reports it.

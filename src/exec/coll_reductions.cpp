@@ -94,10 +94,9 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: MPI_SUM of float / double on a cartesian 2-level shape runs quantized (lossy,
-  // bounded); everything else, and a failed acquisition there, goes on exactly. The quantized
-  // path is blocking only: MPI_Iallreduce stays exact.
-  if (!req)
-    if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t)) return rc;
+  // bounded); everything else, and a failed acquisition there, goes on exactly. Nonblocking and
+  // persistent calls too: the same schedule, run as a request.
+  if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t, req)) return rc;
   if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool ordered = !predefined_op(op);
@@ -141,10 +140,9 @@ std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
   if (!eligible(total, t, op)) return std::nullopt;
   auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr);
   if (!p) return std::nullopt;
-  // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized.
-  // Blocking only: a nonblocking call must return a request, which the quantized path has not.
-  if (!req)
-    if (auto rc = quant_reduce_scatter(*p, coll, sendbuf, recvbuf, counts, op, t)) return rc;
+  // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized, blocking,
+  // nonblocking or persistent (a request on the same schedule).
+  if (auto rc = quant_reduce_scatter(*p, coll, sendbuf, recvbuf, counts, op, t, req)) return rc;
   if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int rank = p->ctx->levels->rank;

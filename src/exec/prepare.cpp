@@ -101,8 +101,9 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   Prepared p{ctx, it->second};
   count_plan(coll, p.plan);
   // A flat plan still comes here when the quantized schedule won (HIER_QUANT, plan.quant_bits;
-  // blocking calls only): the caller tries it and returns to the MPI if it declines the call.
-  if (p.plan.algo == sched::Algorithm::Flat && (!p.plan.quant_bits || nonblocking)) return std::nullopt;
+  // blocking, nonblocking and persistent calls alike): the caller tries it and returns to the
+  // MPI if it declines the call.
+  if (p.plan.algo == sched::Algorithm::Flat && !p.plan.quant_bits) return std::nullopt;
   before_call(ctx, nonblocking);
   return p;
 }

@@ -104,12 +104,26 @@ bool may_issue(const CollRequest* r) {
   return true;
 }
 
-// Advances r without waiting; true when its schedule is done.
+// Whether r's side requests (CollRequest::side) are complete; tests them once. An error there
+// is r's error (side_rc).
+bool side_done(CollRequest* r) {
+  if (r->side.empty()) return true;
+  int flag = 0;
+  if (const int rc = PMPI_Testall(static_cast<int>(r->side.size()), r->side.data(), &flag, MPI_STATUSES_IGNORE);
+      rc != MPI_SUCCESS) {
+    r->side_rc = rc;
+    flag = 1;
+  }
+  if (flag) r->side.clear();
+  return flag != 0;
+}
+
+// Advances r without waiting; true when its schedule is done (and its side requests).
 bool advance(CollRequest* r) {
   Machine& m = *r->machine;
   for (;;) {
     if (m.in_flight() && !m.complete_group(false)) return false;
-    if (m.done()) return true;
+    if (m.done()) return side_done(r);
     if (!may_issue(r)) return false;
     m.start_group();
   }
@@ -141,6 +155,8 @@ thread_local int tl_persistent_init = 0;
 // Under g_mu: a finished request gives back its memory; returns its code.
 int retire(CollRequest* r) {
   int rc = r->machine->rc();
+  if (rc == MPI_SUCCESS) rc = r->side_rc;
+  r->side_rc = MPI_SUCCESS;
   if (rc == MPI_SUCCESS && r->after) rc = r->after();
   r->extra->rc = rc;
   Context* ctx = r->ctx;
@@ -341,6 +357,10 @@ int launch(CollRequest* r, MPI_Request* out) {
   MPI_Request h = MPI_REQUEST_NULL;
   if (int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, extra, &h); rc != MPI_SUCCESS) {
     delete extra;
+    if (!r->side.empty()) {  // started by `before` on every rank: completed, not abandoned
+      PMPI_Waitall(static_cast<int>(r->side.size()), r->side.data(), MPI_STATUSES_IGNORE);
+      r->side.clear();
+    }
     return rc;
   }
   r->handle = h;

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Checks the "quantization" section of a finalize report (rank 0's file).
 
-usage: check_quant_report.py REPORT [--colls C,C,...] [--ratio R] [--check MAXREL] [--feedback]
+usage: check_quant_report.py REPORT [--colls C,C,...] [--ratio R] [--check MAXREL] [--feedback] [--requests]
   --colls: these collectives (allreduce, reduce_scatter_block, reduce_scatter, allgather) ran
            quantized, and each saved bytes across nodes: exact equivalent >= R x what was sent
   --check MAXREL: each of them was checked (HIER_QUANT_CHECK), with a largest relative error
            in (0, MAXREL]: an error was measured (lossy), and it is within bounds
   --feedback: error feedback kept residuals (sites > 0, bytes within the cap)
+  --requests: some of each of --colls' quantized calls were nonblocking or persistent requests
   --absent: the report has no quantization section (nothing quantized)
   --block B: the section states block B (HIER_QUANT_BLOCK), and the planner section shows, for
            each of --colls, plans that chose quantization with a predicted time, and the
@@ -24,6 +25,7 @@ def main():
     ap.add_argument("--ratio", type=float, default=3.5)
     ap.add_argument("--check", type=float)
     ap.add_argument("--feedback", action="store_true")
+    ap.add_argument("--requests", action="store_true")
     ap.add_argument("--absent", action="store_true")
     ap.add_argument("--block", type=int)
     a = ap.parse_args()
@@ -44,6 +46,8 @@ def main():
             if not e or e.get("calls", 0) == 0:
                 errors.append(f"{c}: no quantized call ({colls})")
                 continue
+            if a.requests and not 0 < e.get("requests", 0) <= e["calls"]:
+                errors.append(f"{c}: no quantized request counted: {e}")
             if e["cross_bytes_sent"] * a.ratio > e["cross_bytes_exact"] or e["cross_bytes_saved"] <= 0:
                 errors.append(f"{c}: saved too little: {e}")
             if a.check is not None:
