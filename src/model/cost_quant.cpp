@@ -47,9 +47,11 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
   if (!s.cartesian || s.nlevels() != 2 || e <= 0 || B <= 0) return 0;
   const int L = s.dims[0], N = s.nnodes, P = L * N;
   const int64_t v = bytes / e;
-  // ns per value: quantize, dequantize, dequantize + add
+  // ns per value: quantize, dequantize, dequantize + add. The rates are per byte of float input
+  // or output; a 16-bit value is widened to float and costs what a float does (not measured
+  // apart), so the kernels count at least 4 bytes per value, the levels' steps its e bytes.
   const QuantRates& r = m.quant(bits);
-  const double ed = static_cast<double>(e);
+  const double ed = static_cast<double>(std::max<int64_t>(e, 4));
   const double q = r.quantize_ns_per_byte * ed, dq = r.dequantize_ns_per_byte * ed, dqa = r.dequantize_add_ns_per_byte * ed;
   Steps st{s, m, L};
   double cpu = 0;  // values quantized / dequantized, in ns
@@ -93,7 +95,7 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
       call.coll == Coll::Allreduce || call.coll == Coll::ReduceScatter || call.coll == Coll::ReduceScatterBlock;
   if (!reduction && call.coll != Coll::Allgather) return;
   const int64_t e = call.elem_size;  // allgather too: the receive type's size (exec/coll_movement.cpp)
-  if (e != 4 && e != 8) return void(p.quant_why = "not a float or double size");
+  if (e != 4 && e != 8 && e != 2) return void(p.quant_why = "not a float, double or float16 size");
   if (!s.cartesian || s.nlevels() != 2) return void(p.quant_why = "shape not cartesian with 2 levels");
   const int bits = mode == config::Quant::Int8 ? 8 : 4;
   if (call.bytes < quant_floor_bytes(cfg.quant_block, s.size, e))

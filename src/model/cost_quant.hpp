@@ -15,7 +15,8 @@
 // step_cost, all L ranks of a node at once, plus step_overhead_ns); steps run one after the
 // other; (de)quantization at Model::quant(bits)'s rates (per format: quantize per byte of float
 // input; dequantize, and the fused dequantize + add, per byte of float output), each value
-// counting its e bytes (float32 or float64).
+// counting its e bytes (float32 or float64; a 16-bit float, e = 2, counts 4 there: the kernels
+// widen it to float, and 2 in the steps).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits);
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 
 // The predicted time (ns) of the quantized schedule of `call` on a cartesian 2-level `shape`;
-// `elem_size`: bytes per value (4: float32, 8: float64). 0 when the collective has no quantized
+// `elem_size`: bytes per value (4: float32, 8: float64, 2: MPIX_C_FLOAT16). 0 when the collective has no quantized
 // schedule.
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,
                   int bits, int64_t block);
