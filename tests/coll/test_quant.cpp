@@ -17,46 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "quant_world.hpp"
+
 namespace {
-
-// HIER_QUANT_BLOCK (default 512, quant::kDefaultBlock): blocks are [k*B, (k+1)*B) of the buffer.
-int64_t block_size() {
-  const char* b = std::getenv("HIER_QUANT_BLOCK");
-  return b ? std::atoll(b) : 512;
-}
-const int64_t kBlock = block_size();
-
-// The planner's floor (model/cost_quant.hpp): a call of fewer than B values per rank in all stays
-// exact; above it HIER_ALGO=hier (every variant here) quantizes wherever HIER_QUANT allows.
-bool above_floor(int64_t total_values, int ranks) { return total_values >= kBlock * ranks; }
-
-// quant/kernels.hpp: |x - deq(q(x))| <= s (1/2 + Q 2^-21) with s <= absmax/Q (1 + 2^-22): the
-// factor over absmax/(2Q) that the float roundings of the scale allow (about 1 + 1.2e-4 for int8;
-// a fixed 1 + 1e-5 was hit at the edge with HIER_QUANT_BLOCK=128).
-double slack(int Q) { return (1 + Q * std::ldexp(1.0, -20)) * (1 + std::ldexp(1.0, -22)); }
-
-struct World {
-  int rank = 0, size = 1, L = 1, N = 1, Q = 127;
-};
-
-World world() {
-  World w;
-  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-  const char* lv = std::getenv("HIER_LEVELS");  // "node:L"
-  w.L = lv && std::strncmp(lv, "node:", 5) == 0 ? std::atoi(lv + 5) : w.size;
-  w.N = w.size / w.L;
-  const char* q = std::getenv("HIER_QUANT");
-  w.Q = q && std::string(q).find("int4") != std::string::npos ? 7 : 127;  // int4, or allreduce=int4,...
-  return w;
-}
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // Random values with a mix of magnitudes: 1e-3 .. 1e3 changing every 300 values (so that blocks
 // hold both small and large values), either sign, and some exact zeros.
@@ -71,17 +34,6 @@ double input(int rank, int64_t i, int seed) {
 template <class T>
 MPI_Datatype mpi_type() {
   return std::is_same_v<T, float> ? MPI_FLOAT : MPI_DOUBLE;
-}
-
-// Every rank's result bytes equal rank 0's.
-void expect_same_everywhere(const void* buf, size_t bytes, const World& w, const std::string& what) {
-  std::vector<char> all(bytes * w.size);
-  PMPI_Allgather(buf, static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
-  for (int r = 1; r < w.size; ++r)
-    if (std::memcmp(all.data(), all.data() + bytes * r, bytes) != 0) {
-      ADD_FAILURE() << what << ": rank " << r << "'s result differs from rank 0's";
-      return;
-    }
 }
 
 // The stated bound (docs/collectives.md, "Quantized allreduce"), for element i of block k:

@@ -25,43 +25,14 @@
 #endif
 
 #if defined(MPIX_C_FLOAT16) && defined(__FLT16_MAX__)
+#include "quant_world.hpp"
+
 namespace {
 
 using f16 = _Float16;
 
-int64_t block_size() {
-  const char* b = std::getenv("HIER_QUANT_BLOCK");
-  return b ? std::atoll(b) : 512;
-}
-const int64_t kBlock = block_size();
-
-// The scale's float roundings (quant/kernels.hpp), as in test_quant.cpp.
-double slack(int Q) { return (1 + Q * std::ldexp(1.0, -20)) * (1 + std::ldexp(1.0, -22)); }
 // Half an f16 ulp of a value of magnitude at most m: the one rounding of a result to 16 bits.
 double half_ulp16(double m) { return std::ldexp(m, -11) + std::ldexp(1.0, -25); }
-
-struct World {
-  int rank = 0, size = 1, L = 1, N = 1, Q = 127;
-};
-
-World world() {
-  World w;
-  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &w.size);
-  const char* lv = std::getenv("HIER_LEVELS");  // "node:L"
-  w.L = lv && std::strncmp(lv, "node:", 5) == 0 ? std::atoi(lv + 5) : w.size;
-  w.N = w.size / w.L;
-  const char* q = std::getenv("HIER_QUANT");
-  w.Q = q && std::string(q).find("int4") != std::string::npos ? 7 : 127;
-  return w;
-}
-
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // f16 inputs of mixed magnitude (1e-3 .. 1e2, changing every 300 values, so that sums of 8 ranks
 // stay far below 65504), either sign, some exact zeros.
@@ -74,18 +45,6 @@ f16 input(int rank, int64_t i, int seed) {
 }
 
 double d(f16 v) { return static_cast<double>(v); }
-
-void expect_same_everywhere(const void* buf, size_t bytes, const World& w, const std::string& what) {
-  std::vector<char> all(bytes * w.size);
-  PMPI_Allgather(buf, static_cast<int>(bytes), MPI_BYTE, all.data(), static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
-  for (int r = 1; r < w.size; ++r)
-    if (std::memcmp(all.data(), all.data() + bytes * r, bytes) != 0) {
-      ADD_FAILURE() << what << ": rank " << r << "'s result differs from rank 0's";
-      return;
-    }
-}
-
-bool above_floor(int64_t total_values, int ranks) { return total_values >= kBlock * ranks; }
 
 // Allgather: each rank's block quantized once at its source and dequantized to f16 everywhere.
 void ag_case(int64_t c, bool in_place, int seed) {
@@ -123,7 +82,9 @@ void ag_case(int64_t c, bool in_place, int seed) {
       }
     }
   // Quantized calls lose something (int8 on these inputs: most values); exact ones nothing.
-  if (quant && c >= 509) EXPECT_GT(inexact, 0) << what << ": every value exact, was it quantized?";
+  if (quant && c >= 509) {
+    EXPECT_GT(inexact, 0) << what << ": every value exact, was it quantized?";
+  }
 }
 
 }  // namespace
@@ -136,6 +97,29 @@ TEST(QuantF16, Allgather) {
 
 #if HIER_MPI_REDUCES_F16
 namespace {
+
+// A of the bounds: the sum over nodes of the largest |node partial sum| of the inputs at
+// [first + b0, first + b1), and per element the float64 reference and sum of magnitudes.
+double node_absmax_sum(int64_t first, int64_t b0, int64_t b1, int seed, const World& w) {
+  double A = 0;
+  for (int m = 0; m < w.N; ++m) {
+    double mx = 0;
+    for (int64_t i = b0; i < b1; ++i) {
+      double s = 0;
+      for (int r = m * w.L; r < (m + 1) * w.L; ++r) s += d(input(r, first + i, seed));
+      mx = std::max(mx, std::fabs(s));
+    }
+    A += mx;
+  }
+  return A;
+}
+void reference(int64_t i, int seed, const World& w, double* ref, double* mag) {
+  *ref = *mag = 0;
+  for (int r = 0; r < w.size; ++r) {
+    *ref += d(input(r, i, seed));
+    *mag += std::fabs(d(input(r, i, seed)));
+  }
+}
 
 // Allreduce, f16: the exact reduce-scatter inside the node is the MPI's (f16 sums, rounded per
 // add: eps16 = 2^-10 per add), then per element (test_quant.cpp's bound, with A = sum over nodes
@@ -162,22 +146,10 @@ void ar_case(int64_t n, bool in_place, int seed) {
   int bad = 0;
   for (int64_t f = 0; f < n && bad < 5; f += kBlock) {
     const int64_t e = std::min(n, f + kBlock);
-    double A = 0;
-    for (int m = 0; m < w.N; ++m) {
-      double mx = 0;
-      for (int64_t i = f; i < e; ++i) {
-        double s = 0;
-        for (int r = m * w.L; r < (m + 1) * w.L; ++r) s += d(input(r, i, seed));
-        mx = std::max(mx, std::fabs(s));
-      }
-      A += mx;
-    }
+    const double A = node_absmax_sum(0, f, e, seed, w);
     for (int64_t i = f; i < e && bad < 5; ++i) {
-      double ref = 0, mag = 0;
-      for (int r = 0; r < w.size; ++r) {
-        ref += d(input(r, i, seed));
-        mag += std::fabs(d(input(r, i, seed)));
-      }
+      double ref, mag;
+      reference(i, seed, w, &ref, &mag);
       const double q = quant ? A / (2.0 * w.Q) * (2.0 + 1.0 / (2.0 * w.Q)) * slack(w.Q) + 2 * half_ulp16(A) : 0.0;
       const double bound = q + eps16 * (w.size + 2) * (mag + 2 * A);
       if (!(std::fabs(d(got[i]) - ref) <= bound)) {
@@ -212,22 +184,10 @@ void rsb_case(int64_t c, bool in_place, int seed) {
   int bad = 0;
   for (int64_t b0 = 0; b0 < c && bad < 5; b0 += kBlock) {
     const int64_t b1 = std::min(c, b0 + kBlock);
-    double A = 0;
-    for (int m = 0; m < w.N; ++m) {
-      double mx = 0;
-      for (int64_t i = b0; i < b1; ++i) {
-        double s = 0;
-        for (int r = m * w.L; r < (m + 1) * w.L; ++r) s += d(input(r, first + i, seed));
-        mx = std::max(mx, std::fabs(s));
-      }
-      A += mx;
-    }
+    const double A = node_absmax_sum(first, b0, b1, seed, w);
     for (int64_t i = b0; i < b1 && bad < 5; ++i) {
-      double ref = 0, mag = 0;
-      for (int r = 0; r < w.size; ++r) {
-        ref += d(input(r, first + i, seed));
-        mag += std::fabs(d(input(r, first + i, seed)));
-      }
+      double ref, mag;
+      reference(first + i, seed, w, &ref, &mag);
       const double q = quant ? A / (2.0 * w.Q) * slack(w.Q) + half_ulp16(A) : 0.0;
       const double bound = q + eps16 * (w.size + 2) * (mag + A);
       if (!(std::fabs(d(got[i]) - ref) <= bound)) {

@@ -13,36 +13,17 @@
 
 #include "quant/format.hpp"
 #include "quant/quant.hpp"
-
-namespace hq = hier::quant;
+#include "quant_testing.hpp"
 
 #if HIER_QUANT_F16
 namespace {
 
 using hq::f16;
-using Bytes = std::vector<unsigned char>;
-
-template <class T>
-Bytes quantize(const std::vector<T>& x, int64_t b, int bits, int64_t* bad = nullptr) {
-  Bytes q(hq::quantized_bytes(static_cast<int64_t>(x.size()), b, bits) + 16, 0xAB);  // guard
-  const int64_t nbad = hq::quantize(x.data(), static_cast<int64_t>(x.size()), b, bits, q.data());
-  if (bad) *bad = nbad;
-  else EXPECT_EQ(nbad, 0);
-  for (size_t i = q.size() - 16; i < q.size(); ++i) EXPECT_EQ(q[i], 0xAB) << "wrote past the end";
-  q.resize(q.size() - 16);
-  return q;
-}
 
 std::vector<f16> dequantize16(const Bytes& q, int64_t n, int64_t b, int bits) {
   std::vector<f16> y(n, f16(-1234));
   hq::dequantize(q.data(), n, b, bits, y.data());
   return y;
-}
-
-float scale_of(const Bytes& q, int64_t k, int64_t b, int bits) {
-  float s;
-  std::memcpy(&s, q.data() + hq::record_offset(k, b, bits), 4);
-  return s;
 }
 
 // The documented bound for f16 (quant/kernels.hpp): the float bound plus half an f16 ulp of the
