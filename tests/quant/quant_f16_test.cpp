@@ -86,6 +86,33 @@ const int64_t kCounts[] = {1, 2, 3, 7, 13, 63, 64, 65, 127, 129, 1001, 4099};
 
 }  // namespace
 
+// The kernels' own conversions (quant/f16.hpp: by bits, vectorizable) against the compiler's:
+// every f16 widened, and floats narrowed across the whole range (a stride through all 2^32 bit
+// patterns, and every float near each boundary: 2^-25, the f16 subnormal / normal edge 2^-14,
+// 65504 .. 65536, Inf / NaN). NaN: any NaN.
+TEST(QuantF16, ConversionsAreTheCompilers) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint16_t hh = static_cast<uint16_t>(h);
+    f16 x;
+    std::memcpy(&x, &hh, 2);
+    const float a = hq::widen(x), b = static_cast<float>(x);
+    if (std::isnan(b)) ASSERT_TRUE(std::isnan(a)) << std::hex << h;
+    else ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << std::hex << h << ": " << a << " vs " << b;
+  }
+  auto check = [](uint32_t f) {
+    float x;
+    std::memcpy(&x, &f, 4);
+    const f16 a = hq::narrow16(x), b = static_cast<f16>(x);
+    if (std::isnan(x)) return std::isnan(d(a));
+    return std::memcmp(&a, &b, 2) == 0;
+  };
+  for (uint64_t u = 0; u <= 0xffffffffull; u += 65537) ASSERT_TRUE(check(static_cast<uint32_t>(u))) << std::hex << u;
+  for (uint32_t edge : {0x33000000u, 0x38800000u, 0x477fe000u, 0x477ff000u, 0x47800000u, 0x7f800000u, 0x00800000u})
+    for (uint32_t sign : {0u, 0x80000000u})
+      for (uint32_t f = edge - 0x4000u; f <= edge + 0x4000u; ++f) ASSERT_TRUE(check(f | sign)) << std::hex << (f | sign);
+  for (uint32_t f = 0x38000000u; f < 0x38800000u; f += 3) ASSERT_TRUE(check(f)) << std::hex << f;  // f16 subnormals
+}
+
 TEST(QuantF16, RandomBoundAndSameRecordsAsFloat) {
   std::mt19937_64 rng(16);
   for (int bits : {8, 4})
