@@ -31,3 +31,21 @@ else()
   endfunction()
 endif()
 message(STATUS "libhier: building for ${HIER_MPI} (${MPI_C_COMPILER}, launcher ${HIER_MPIEXEC})")
+
+# Can this MPI reduce MPIX_C_FLOAT16 (C _Float16) with MPI_SUM? MPICH 4.0.2 defines the type and
+# moves it, but aborts in every reduction of it (cmake/probe_f16_sum.c says why); Open MPI 4.1
+# has no 16-bit float type. libhier quantizes MPIX_C_FLOAT16 reductions only where the MPI
+# reduces the type itself (exec/coll_quant.cpp): HIER_MPI_REDUCES_F16 is 1 then. The answer is
+# checked again at test time (unit.mpi_f16_sum_probe). Cached; -DHIER_MPI_REDUCES_F16=0|1 sets it.
+if(NOT DEFINED HIER_MPI_REDUCES_F16)
+  try_run(_f16_run _f16_compiled ${CMAKE_BINARY_DIR}/probe_f16_sum ${CMAKE_CURRENT_LIST_DIR}/probe_f16_sum.c
+    LINK_LIBRARIES MPI::MPI_C COMPILE_OUTPUT_VARIABLE _f16_cout RUN_OUTPUT_VARIABLE _f16_rout)
+  if(_f16_compiled AND "${_f16_run}" STREQUAL "0")
+    set(_f16 1)
+  else()
+    set(_f16 0)
+  endif()
+  set(HIER_MPI_REDUCES_F16 ${_f16} CACHE BOOL "The MPI reduces MPIX_C_FLOAT16 with MPI_SUM (probed at configure time)")
+  message(STATUS "libhier: ${HIER_MPI} reduces MPIX_C_FLOAT16 with MPI_SUM: ${_f16} (probe exit: ${_f16_run})")
+  unset(_f16)
+endif()

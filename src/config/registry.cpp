@@ -206,7 +206,7 @@ const VarSpec kVars[] = {
    "Pipeline chunk size: hierarchical allreduce and bcast, and quantized allreduce and reduce_scatter_block (HIER_QUANT; cut at HIER_QUANT_BLOCK boundaries), larger than this are cut into chunks whose level steps overlap (auto: the measured default for this MPI). Must be the same on every rank.",
    apply_chunk, true},
   {"HIER_QUANT", "off", "off|int8|int4, or collective=off|int8|int4,...",
-   "Lossy blockwise quantization of the traffic that crosses the slowest level: MPI_Allreduce and MPI_Reduce_scatter(_block) (float/double MPI_SUM), and MPI_Allgather (float/double) when named (allgather=int8), on cartesian 2-level shapes where the planner predicts it faster (HIER_ALGO=hier: always), from one block per rank (docs/quantization.md); everything else stays exact.",
+   "Lossy blockwise quantization of the traffic that crosses the slowest level: MPI_Allreduce and MPI_Reduce_scatter(_block) (float/double MPI_SUM), and MPI_Allgather (float/double, and MPICH's MPIX_C_FLOAT16) when named (allgather=int8), on cartesian 2-level shapes where the planner predicts it faster (HIER_ALGO=hier: always), from one block per rank (docs/quantization.md); everything else stays exact.",
    [](const std::string& v, Config& c) {
      const std::string err = parse_per_coll<Quant>(v, c.quant, quant_from, "quantization");
      // A plain value leaves MPI_Allgather exact: only a type signature is equal across ranks

@@ -94,13 +94,11 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   const int64_t total = std::accumulate(bytes.begin(), bytes.end(), int64_t{0});
   if (total <= 0 || total > INT_MAX) return std::nullopt;
   // The allgather's schedule runs in bytes; its element size is the size of its type signature's
-  // element type (4: floats, 8: doubles, 1: anything else), which the planner's cost of the
-  // quantized allgather needs. Never the receive type's own size: ranks may pass the same
-  // signature as MPI_FLOAT x 2n or as a type of 2 floats x n, and must plan alike.
+  // element type (4: floats, 8: doubles, 2: MPIX_C_FLOAT16, 1: anything else), which the
+  // planner's cost of the quantized allgather needs. Never the receive type's own size: ranks may
+  // pass the same signature as MPI_FLOAT x 2n or as a type of 2 floats x n, and must plan alike.
   int64_t elem_size = 1;
-  if (coll == Coll::Allgather)
-    if (const MPI_Datatype e = dtype::signature_elem(recvtype); e == MPI_FLOAT || e == MPI_DOUBLE)
-      elem_size = e == MPI_FLOAT ? 4 : 8;
+  if (coll == Coll::Allgather) elem_size = quant_elem_size(dtype::signature_elem(recvtype));
   auto p = prepare(coll, total, comm, elem_size, req != nullptr);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized,

@@ -318,11 +318,29 @@ class AgBlocks final : public Blocks {
 };
 
 // Whether a reduction's datatype may run quantized: the predefined MPI_FLOAT / MPI_DOUBLE (the
-// handle). The standard asks for the same datatype on every rank of a reduction, and both MPIs
-// reject MPI_SUM on a derived datatype, a duplicate of MPI_FLOAT included (MPI_ERR_OP: Open MPI
-// 4.1, MPICH 4.0), so no correct program passes MPI_FLOAT on one rank and an equivalent derived
-// type on another, and such a call still fails as with the MPI alone.
-bool reduction_type(MPI_Datatype type) { return type == MPI_FLOAT || type == MPI_DOUBLE; }
+// handle), and MPIX_C_FLOAT16 where the MPI itself reduces it with MPI_SUM (HIER_MPI_REDUCES_F16,
+// probed at configure time: MPICH 4.0.2 aborts in every reduction of it, so there the call is
+// passed on exactly and fails as with the MPI alone; a quantized call must not succeed where the
+// exact one cannot, nor its intra-node exact reduce-scatter run into that abort). The standard
+// asks for the same datatype on every rank of a reduction, and both MPIs reject MPI_SUM on a
+// derived datatype, a duplicate of MPI_FLOAT included (MPI_ERR_OP: Open MPI 4.1, MPICH 4.0), so
+// no correct program passes MPI_FLOAT on one rank and an equivalent derived type on another, and
+// such a call still fails as with the MPI alone.
+bool reduction_type(MPI_Datatype type) {
+  return type == MPI_FLOAT || type == MPI_DOUBLE || (HIER_MPI_REDUCES_F16 && quant_f16(type));
+}
+
+// The element type's name in the trace.
+const char* elem_name(MPI_Datatype t) { return t == MPI_FLOAT ? "float" : t == MPI_DOUBLE ? "double" : "float16"; }
+
+// note_check on the values of the element type `elem` (one the kernels take: quant_elem).
+void note_check_elem(const Site& site, MPI_Datatype elem, const void* got, const void* exact, int64_t n) {
+  if (elem == MPI_FLOAT) note_check(site, static_cast<const float*>(got), static_cast<const float*>(exact), n);
+  else if (elem == MPI_DOUBLE) note_check(site, static_cast<const double*>(got), static_cast<const double*>(exact), n);
+#if HIER_QUANT_F16
+  else note_check(site, static_cast<const quant::f16*>(got), static_cast<const quant::f16*>(exact), n);
+#endif
+}
 
 // Everything a quantized call's entry point decided (quant_allreduce, quant_reduce_scatter,
 // quant_allgather: the decision, the schedule, the site, the statistics, what the check
@@ -334,7 +352,7 @@ struct QuantCall {
   Context* ctx = nullptr;
   model::Plan plan;                          // for the report's predicted times
   std::shared_ptr<const sched::Schedule> s;
-  TypeInfo t;                                // the values' type (MPI_FLOAT / MPI_DOUBLE): the schedule's unit
+  TypeInfo t;                                // the values' type (MPI_FLOAT / MPI_DOUBLE / MPIX_C_FLOAT16): the schedule's unit
   const char* send = nullptr;                // the Binding's buffers
   char* recv = nullptr;
   Site site;
@@ -449,8 +467,7 @@ int finish(QuantCall& q, char* chk, bool request) {
     got = chk + q.dense_off;
     if (int rc = pack(q.recv, q.rcount * q.ctx->levels->size, q.rt, chk + q.dense_off); rc != MPI_SUCCESS) return rc;
   }
-  if (q.t.type == MPI_FLOAT) note_check(q.site, reinterpret_cast<const float*>(got), reinterpret_cast<const float*>(chk), q.out_n);
-  else note_check(q.site, reinterpret_cast<const double*>(got), reinterpret_cast<const double*>(chk), q.out_n);
+  note_check_elem(q.site, q.t.type, got, chk, q.out_n);
   return MPI_SUCCESS;
 }
 
@@ -517,6 +534,19 @@ int run_or_start(std::unique_ptr<QuantCall> q, MPI_Request* req) {
 
 }  // namespace
 
+bool quant_f16(MPI_Datatype t) {
+#if defined(MPIX_C_FLOAT16) && HIER_QUANT_F16
+  return t == MPIX_C_FLOAT16;
+#else
+  (void)t;
+  return false;
+#endif
+}
+
+bool quant_elem(MPI_Datatype t) { return t == MPI_FLOAT || t == MPI_DOUBLE || quant_f16(t); }
+
+int64_t quant_elem_size(MPI_Datatype t) { return t == MPI_FLOAT ? 4 : t == MPI_DOUBLE ? 8 : quant_f16(t) ? 2 : 1; }
+
 diag::AlgoTag take_algo_tag() {
   const diag::AlgoTag t = g_tag;
   g_tag = diag::AlgoTag::Hier;
@@ -527,7 +557,7 @@ int quant_bits(Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const mo
                const topo::Levels& lv) {
   if (!plan.quant_bits || config::get().quant_for(coll) == config::Quant::Off) return 0;
   if (coll != Coll::Allgather && op != MPI_SUM) return 0;
-  if (elem != MPI_FLOAT && elem != MPI_DOUBLE) return 0;
+  if (!quant_elem(elem)) return 0;
   if (values < kb() * lv.size) return 0;  // the floor: one block per rank
   if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
     return 0;
@@ -553,7 +583,7 @@ std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
                                 [&](int) { return sched::build_quant_allreduce(lv.shape, rank, count, in_place, qp); });
   if (!s) return std::nullopt;
   HIER_TRACE("exec", "rank %d: MPI_Allreduce%s of %d %s quantized %s, block %lld, across %d nodes of %d", lv.rank,
-             form(req), count, type == MPI_FLOAT ? "float" : "double", bits == 8 ? "int8" : "int4",
+             form(req), count, elem_name(type), bits == 8 ? "int8" : "int4",
              static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   auto q = new_call(Coll::Allreduce, bits, p, s, t, in_place ? recvbuf : sendbuf, count, check_bytes);
   q->send = static_cast<const char*>(sendbuf);
@@ -602,7 +632,7 @@ std::optional<int> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   if (!s) return std::nullopt;
   const char* name = block ? "reduce_scatter_block" : "reduce_scatter";
   HIER_TRACE("exec", "rank %d: %s%s of %lld %s quantized %s, block %lld, across %d nodes of %d", lv.rank,
-             name, form(req), static_cast<long long>(total), elem == MPI_FLOAT ? "float" : "double",
+             name, form(req), static_cast<long long>(total), elem_name(elem),
              bits == 8 ? "int8" : "int4", static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   const char* in = static_cast<const char*>(in_place ? recvbuf : sendbuf);
   auto q = new_call(coll, bits, p, s, t, in, total, check_bytes);
@@ -629,7 +659,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   // of its element type per rank; a rank whose own layout is not dense packs (LoadBlock) and
   // unpacks (StoreBlock) its part through the datatype engine.
   const MPI_Datatype elem = dtype::signature_elem(rt.type);
-  if (elem != MPI_FLOAT && elem != MPI_DOUBLE) return std::nullopt;
+  if (!quant_elem(elem)) return std::nullopt;
   const TypeInfo et = type_info(elem);
   const int64_t c = int64_t{recvcount} * rt.size / et.size;
   if (c > INT_MAX) return std::nullopt;
@@ -654,7 +684,7 @@ std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
       [&](int v) { return sched::build_quant_allgather(lv.shape, rank, c, v == 1, qp); }, rt.dense ? 0 : 1, true);
   if (!s) return std::nullopt;
   HIER_TRACE("exec", "rank %d: MPI_Allgather%s of %lld %s per rank quantized %s, block %lld, across %d nodes of %d",
-             lv.rank, form(req), static_cast<long long>(c), elem == MPI_FLOAT ? "float" : "double",
+             lv.rank, form(req), static_cast<long long>(c), elem_name(elem),
              bits == 8 ? "int8" : "int4", static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);
   const char* src = in_place ? recv + lv.rank * block_stride : static_cast<const char*>(sendbuf);
   auto q = new_call(Coll::Allgather, bits, p, s, et, src, recvcount, check_bytes);

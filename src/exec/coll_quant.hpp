@@ -22,14 +22,22 @@ namespace hier::exec {
 // The decision, in one place: the bits (8 or 4) to quantize a call of `coll` with, or 0 to stay
 // exact. The planner weighs the quantized schedule against its best exact plan and keeps a floor
 // (model/cost_quant.hpp: plan.quant_bits); this adds what the plan cannot see: the element type
-// of the call's type signature (`elem`, dtype/signature.hpp: MPI_FLOAT or MPI_DOUBLE, whatever
-// the handle or layout a rank passes), the op (MPI_SUM; any for allgather) and the level
+// of the call's type signature (`elem`, dtype/signature.hpp: MPI_FLOAT, MPI_DOUBLE or
+// MPIX_C_FLOAT16, whatever the handle or layout a rank passes), the op (MPI_SUM; any for allgather) and the level
 // communicators. Uses only what every rank shares: the configuration, the type signature and
 // the other arguments MPI requires to be equal, the shape, the plan made from them.
 // `values`: the call's whole buffer in values of `elem`; the floor is checked again here in
 // values (the plan's floor is in bytes of its elem_size).
 int quant_bits(config::Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const model::Plan& plan,
                const topo::Levels& lv);
+
+// The element types the kernels quantize (quant/quant.hpp): MPI_FLOAT, MPI_DOUBLE, and
+// MPIX_C_FLOAT16 where the MPI defines it and the compiler has a 16-bit float (quant_f16; Open
+// MPI 4.1 has no such type). Reductions take MPIX_C_FLOAT16 only where the MPI reduces it too
+// (HIER_MPI_REDUCES_F16). quant_elem_size: bytes per value (4, 8, 2), 1 for any other type.
+bool quant_f16(MPI_Datatype t);
+bool quant_elem(MPI_Datatype t);
+int64_t quant_elem_size(MPI_Datatype t);
 
 // The quantized path of exec::allreduce, given the call's prepared context. Null when the call
 // is not eligible (the decision uses only the arguments, the configuration and the shape, so it

@@ -78,22 +78,27 @@ int quant_local(const sched::Step& s, const sched::Schedule& sc, char* src, char
       // not poison later calls). src is libhier's scratch, never the user's buffer.
       T* x = reinterpret_cast<T*>(src);
       T* r = s.residual >= 0 && residual ? reinterpret_cast<T*>(residual) + s.residual : nullptr;
+      // (16-bit values: GCC computes each + and - in float and rounds it to 16 bits.)
       if (r)
         for (int64_t i = 0; i < n; ++i) x[i] = x[i] + r[i];
       quant::quantize(x, n, B, bits, dst);
       if (!r) return MPI_SUCCESS;
       quant::dequantize(dst, n, B, bits, r);
       for (int64_t i = 0; i < n; ++i) {
-        const T e = x[i] - r[i];
-        r[i] = std::isfinite(e) ? e : T(0);
+        r[i] = x[i] - r[i];  // stored: rounded to T before the test (16 bits: not kept in float)
+        if (!std::isfinite(static_cast<double>(r[i]))) r[i] = T(0);
       }
       return MPI_SUCCESS;
     }
     case Kind::Dequantize: quant::dequantize(src, n, B, bits, reinterpret_cast<T*>(dst)); return MPI_SUCCESS;
     case Kind::DequantizeReduce: {
       T* acc = reinterpret_cast<T*>(dst);
-      std::memset(static_cast<void*>(acc), 0, static_cast<size_t>(n) * sizeof(T));
-      for (int k = 0; k < s.parts; ++k) quant::dequantize_add(src + k * s.part_bytes, n, B, bits, acc);
+      if constexpr (sizeof(T) == 2) {  // 16-bit floats: summed in float, rounded to 16 bits once
+        quant::dequantize_sum(src, s.part_bytes, s.parts, n, B, bits, acc);
+      } else {
+        std::memset(static_cast<void*>(acc), 0, static_cast<size_t>(n) * sizeof(T));
+        for (int k = 0; k < s.parts; ++k) quant::dequantize_add(src + k * s.part_bytes, n, B, bits, acc);
+      }
       return MPI_SUCCESS;
     }
     default: break;
@@ -114,7 +119,10 @@ int Machine::local(const sched::Step& s) {
   if (s.kind == Kind::StoreBlock) return b_.blocks->store(s.block, at(s.src), s.count * b_.stride);
   if (b_.type == MPI_FLOAT) return quant_local<float>(s, s_, at(s.src), at(s.dst), b_.residual);
   if (b_.type == MPI_DOUBLE) return quant_local<double>(s, s_, at(s.src), at(s.dst), b_.residual);
-  return MPI_ERR_TYPE;  // quantized schedules run on float / double values only
+#if defined(MPIX_C_FLOAT16) && HIER_QUANT_F16
+  if (b_.type == MPIX_C_FLOAT16) return quant_local<quant::f16>(s, s_, at(s.src), at(s.dst), b_.residual);
+#endif
+  return MPI_ERR_TYPE;  // quantized schedules run on float / double (and MPIX_C_FLOAT16) values only
 }
 
 // The one step switch. pd null: the blocking PMPI call, complete on return; otherwise the step

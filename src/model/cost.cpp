@@ -338,13 +338,15 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
                  bool with_reduce, int quant_bits) {
   // The quantization kernels, per byte of values (Model::quant): quantize per byte of input,
   // dequantize per byte of output, the fused dequantize + add per byte of the accumulator, once
-  // per record summed.
+  // per record summed. The rates are per byte of float: a 16-bit value is widened to float and
+  // costs what a float does (not measured apart), so the kernels count at least 4 bytes a value.
   const QuantRates& qr = m.quant(quant_bits);
   const double values = static_cast<double>(st.count * ub);
+  const double kernel = static_cast<double>(st.count * std::max<int64_t>(ub, 4));
   switch (st.kind) {
-    case Kind::Quantize: return values * qr.quantize_ns_per_byte;
-    case Kind::Dequantize: return values * qr.dequantize_ns_per_byte;
-    case Kind::DequantizeReduce: return values * st.parts * qr.dequantize_add_ns_per_byte;
+    case Kind::Quantize: return kernel * qr.quantize_ns_per_byte;
+    case Kind::Dequantize: return kernel * qr.dequantize_ns_per_byte;
+    case Kind::DequantizeReduce: return kernel * st.parts * qr.dequantize_add_ns_per_byte;
     default: break;
   }
   if (is_local(st.kind)) return values * m.copy_ns_per_byte;

@@ -85,7 +85,7 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
       call.coll == Coll::Allreduce || call.coll == Coll::ReduceScatter || call.coll == Coll::ReduceScatterBlock;
   if (!reduction && call.coll != Coll::Allgather) return;
   const int64_t e = call.elem_size;  // allgather too: the receive type's size (exec/coll_movement.cpp)
-  if (e != 4 && e != 8) return void(p.quant_why = "not a float or double size");
+  if (e != 4 && e != 8 && e != 2) return void(p.quant_why = "not a float, double or float16 size");
   if (!s.cartesian || s.nlevels() != 2) return void(p.quant_why = "shape not cartesian with 2 levels");
   const int bits = mode == config::Quant::Int8 ? 8 : 4;
   if (call.bytes < quant_floor_bytes(cfg.quant_block, s.size, e))

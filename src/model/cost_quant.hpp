@@ -20,6 +20,8 @@
 // node (L x N*c), quantize N*c, all-to-all across nodes (records of c), dequantize-add N x c.
 // Allgather, c per rank: load (copy) c, quantize c, allgather across nodes (records of c),
 // allgather inside the node (N records of c), dequantize P x c.
+// Values of a 16-bit float (e = 2) move 2 bytes in the communication steps and count 4 in the
+// (de)quantization steps: the kernels widen them to float.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,7 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits);
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 
 // The predicted time (ns) of the quantized schedule of `call` on a cartesian 2-level `shape`;
-// `elem_size`: bytes per value (4: float32, 8: float64); `chunks`: pipelined in that many chunks
+// `elem_size`: bytes per value (4: float32, 8: float64, 2: MPIX_C_FLOAT16); `chunks`: pipelined in that many chunks
 // (allreduce and reduce_scatter_block; the others ignore it). 0 when the collective has no
 // quantized schedule.
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,

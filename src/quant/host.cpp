@@ -36,6 +36,15 @@ void dequantize_t(const void* in, int64_t n, int64_t b, int bits, T* out) {
   else dequantize_all<4, kAdd>(i, n, b, out);
 }
 
+#if HIER_QUANT_F16
+template <int kBits>
+void dequantize_sum_all(const unsigned char* in, int64_t part_bytes, int parts, int64_t n, int64_t b, f16* out) {
+  const int64_t nb = num_blocks(n, b);
+  for (int64_t k = 0; k < nb; ++k)
+    dequantize_sum_block<kBits>(in + record_offset(k, b, kBits), part_bytes, parts, block_len(k, n, b), out + k * b);
+}
+#endif
+
 }  // namespace
 
 int64_t quantize(const float* x, int64_t n, int64_t b, int bits, void* out) { return quantize_t(x, n, b, bits, out); }
@@ -44,5 +53,15 @@ void dequantize(const void* in, int64_t n, int64_t b, int bits, float* out) { de
 void dequantize(const void* in, int64_t n, int64_t b, int bits, double* out) { dequantize_t<false>(in, n, b, bits, out); }
 void dequantize_add(const void* in, int64_t n, int64_t b, int bits, float* acc) { dequantize_t<true>(in, n, b, bits, acc); }
 void dequantize_add(const void* in, int64_t n, int64_t b, int bits, double* acc) { dequantize_t<true>(in, n, b, bits, acc); }
+
+#if HIER_QUANT_F16
+int64_t quantize(const f16* x, int64_t n, int64_t b, int bits, void* out) { return quantize_t(x, n, b, bits, out); }
+void dequantize(const void* in, int64_t n, int64_t b, int bits, f16* out) { dequantize_t<false>(in, n, b, bits, out); }
+void dequantize_sum(const void* in, int64_t part_bytes, int parts, int64_t n, int64_t b, int bits, f16* out) {
+  const auto* i = static_cast<const unsigned char*>(in);
+  if (bits == 8) dequantize_sum_all<8>(i, part_bytes, parts, n, b, out);
+  else dequantize_sum_all<4>(i, part_bytes, parts, n, b, out);
+}
+#endif
 
 }  // namespace hier::quant

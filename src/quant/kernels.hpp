@@ -17,12 +17,22 @@
 //   |x - deq(q(x))| <= s * (1/2 + Q * 2^-21)   per value, for every finite block;
 // the Q*2^-21 term covers the float roundings of 1/s, of x*(1/s), of s itself (a value a few
 // ulps past Q, which still rounds to Q) and of q*s. And s <= absmax/Q * (1 + 2^-22) + 2^-149.
+//
+// 16-bit floats (quant/f16.hpp, where the compiler has them): every value is widened to float
+// (exact) and quantized exactly as that float would be, so a block of f16 values gives the same
+// record, byte for byte, as the same values as float32. Dequantizing computes q*s in float and
+// rounds it to f16 once, which adds at most half an f16 ulp of the result:
+//   |x - deq(q(x))| <= s * (1/2 + Q * 2^-21) + 2^-11 * absmax + 2^-25   per value
+// (2^-11 * |v| bounds half an ulp of a normal f16 v, 2^-25 of a subnormal one). The fused
+// dequantize-reduce of f16 never adds in f16: dequantize_sum_block sums the N parts in float, in
+// part order, and rounds the sum to f16 once (one rounding, not N; every rank the same bits).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
 #include "device/hd.hpp"
+#include "quant/f16.hpp"
 #include "quant/format.hpp"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -49,18 +59,38 @@ HIER_HD inline double div_rn(double a, double b) { return a / b; }
 #endif
 
 // Per input type: the integer of its bits, the all-ones exponent (absmax bits at or above it:
-// Inf or NaN) and the rounding constant.
+// Inf or NaN), the type C the kernels compute in, and (for C) the rounding constant.
 template <class T> struct FloatBits;
 template <> struct FloatBits<float> {
   using U = int32_t;  // signed: |x| bits fit, and a signed max vectorizes on SSE2
+  using C = float;
   static constexpr U kAbsMask = 0x7fffffff, kExpAll = 0x7f800000;
   static constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
 };
 template <> struct FloatBits<double> {
   using U = int64_t;
+  using C = double;
   static constexpr U kAbsMask = 0x7fffffffffffffffLL, kExpAll = 0x7ff0000000000000LL;
   static constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
 };
+#if HIER_QUANT_F16
+template <> struct FloatBits<f16> {
+  using U = int16_t;  // a signed 16-bit max (SSE2 pmaxsw)
+  using C = float;    // computed in float: every f16 is a float, exactly
+  static constexpr U kAbsMask = 0x7fff, kExpAll = 0x7c00;
+};
+#endif
+
+// A value in its compute type (exact), and a compute-type result stored as T (f16: rounded to
+// nearest even, once; float and double: nothing to do).
+HIER_HD inline float widen(float x) { return x; }
+HIER_HD inline double widen(double x) { return x; }
+template <class T>
+HIER_HD inline T narrow_to(typename FloatBits<T>::C v) { return v; }
+#if HIER_QUANT_F16
+template <>
+HIER_HD inline f16 narrow_to<f16>(float v) { return narrow16(v); }
+#endif
 
 HIER_HD inline float bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 HIER_HD inline uint32_t float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -125,20 +155,20 @@ HIER_HD inline int32_t round_nearest(T v) {
 template <bool kDiv, class T>
 HIER_HD inline T scaled(T x, T inv, T s) { return kDiv ? div_rn(x, s) : mul_rn(x, inv); }
 
-template <int kBits, bool kDiv, class T>
-HIER_HD inline void quantize_values(const T* __restrict__ x, int64_t n, T inv, T s, unsigned char* __restrict__ p) {
+template <int kBits, bool kDiv, class T, class C = typename FloatBits<T>::C>
+HIER_HD inline void quantize_values(const T* __restrict__ x, int64_t n, C inv, C s, unsigned char* __restrict__ p) {
   constexpr int Q = qmax(kBits);
   if constexpr (kBits == 8) {
     for (int64_t i = 0; i < n; ++i)
-      p[i] = static_cast<unsigned char>(round_nearest<Q>(scaled<kDiv>(x[i], inv, s)));
+      p[i] = static_cast<unsigned char>(round_nearest<Q>(scaled<kDiv>(widen(x[i]), inv, s)));
   } else {
     const int64_t pairs = n / 2;
     for (int64_t j = 0; j < pairs; ++j) {
-      const int32_t lo = round_nearest<Q>(scaled<kDiv>(x[2 * j], inv, s));
-      const int32_t hi = round_nearest<Q>(scaled<kDiv>(x[2 * j + 1], inv, s));
+      const int32_t lo = round_nearest<Q>(scaled<kDiv>(widen(x[2 * j]), inv, s));
+      const int32_t hi = round_nearest<Q>(scaled<kDiv>(widen(x[2 * j + 1]), inv, s));
       p[j] = static_cast<unsigned char>((lo & 0xf) | ((hi & 0xf) << 4));
     }
-    if (n & 1) p[pairs] = static_cast<unsigned char>(round_nearest<Q>(scaled<kDiv>(x[n - 1], inv, s)) & 0xf);
+    if (n & 1) p[pairs] = static_cast<unsigned char>(round_nearest<Q>(scaled<kDiv>(widen(x[n - 1]), inv, s)) & 0xf);
   }
 }
 
@@ -148,6 +178,7 @@ HIER_HD inline void quantize_values(const T* __restrict__ x, int64_t n, T inv, T
 template <int kBits, class T>
 HIER_HD inline int quantize_block(const T* __restrict__ x, int64_t n, unsigned char* __restrict__ rec) {
   constexpr int Q = qmax(kBits);
+  using C = typename FloatBits<T>::C;
   unsigned char* __restrict__ p = rec + 4;
   const auto m = absmax_bits(x, n);
   float s = 0.0f;
@@ -156,16 +187,16 @@ HIER_HD inline int quantize_block(const T* __restrict__ x, int64_t n, unsigned c
   } else if (m != 0) {
     T a;
     memcpy(&a, &m, sizeof(T));
-    s = block_scale<Q>(a);
+    s = block_scale<Q>(widen(a));  // f16: absmax <= 65504, s a normal float >= 2^-24 / Q
   }
   store_scale(rec, s);
   if (!(s > 0.0f)) {  // all zeros (s = 0: every q is 0, no division by 0), or NaN
     for (int64_t i = 0; i < payload_bytes(n, kBits); ++i) p[i] = 0;
     return s == 0.0f ? 0 : 1;
   }
-  const T st = static_cast<T>(s);
-  if (sizeof(T) == 4 && s < 0x1p-126f) quantize_values<kBits, true>(x, n, T(0), st, p);  // 1/s: inf
-  else quantize_values<kBits, false>(x, n, div_rn(T(1), st), st, p);
+  const C st = static_cast<C>(s);
+  if (sizeof(C) == 4 && s < 0x1p-126f) quantize_values<kBits, true>(x, n, C(0), st, p);  // 1/s: inf
+  else quantize_values<kBits, false>(x, n, div_rn(C(1), st), st, p);
   return 0;
 }
 
@@ -174,28 +205,57 @@ HIER_HD inline int32_t nib_lo(unsigned char b) { return static_cast<int8_t>(stat
 HIER_HD inline int32_t nib_hi(unsigned char b) { return static_cast<int8_t>(b) >> 4; }
 
 // out[i] = q_i * s (kAdd false) or out[i] += q_i * s (kAdd true: the fused dequantize-reduce,
-// accumulating in T), for the n values of the record at rec. A NaN scale makes every value NaN.
-template <int kBits, bool kAdd, class T>
-HIER_HD inline void dequantize_block(const unsigned char* __restrict__ rec, int64_t n, T* __restrict__ out) {
-  const T s = static_cast<T>(load_scale(rec));
-  const unsigned char* __restrict__ p = rec + 4;
+// accumulating in T), for the n values of the payload p at scale s (p: a record's payload, or
+// one inside it at an even value offset). A NaN scale makes every value NaN. f16 (16 bits):
+// kAdd false only (q_i * s in float, rounded to f16 once); f16 sums go through
+// dequantize_sum_block, which accumulates in float.
+template <int kBits, bool kAdd, class T, class C = typename FloatBits<T>::C>
+HIER_HD inline void dequantize_values(C s, const unsigned char* __restrict__ p, int64_t n, T* __restrict__ out) {
+  static_assert(!kAdd || sizeof(T) >= 4, "16-bit values are never accumulated in 16 bits: dequantize_sum_block");
   if constexpr (kBits == 8) {
     for (int64_t i = 0; i < n; ++i) {
-      const T v = mul_rn(static_cast<T>(static_cast<int8_t>(p[i])), s);
-      out[i] = kAdd ? add_rn(out[i], v) : v;
+      const C v = mul_rn(static_cast<C>(static_cast<int8_t>(p[i])), s);
+      out[i] = kAdd ? narrow_to<T>(add_rn(widen(out[i]), v)) : narrow_to<T>(v);
     }
   } else {
     const int64_t pairs = n / 2;
     for (int64_t j = 0; j < pairs; ++j) {
-      const T lo = mul_rn(static_cast<T>(nib_lo(p[j])), s);
-      const T hi = mul_rn(static_cast<T>(nib_hi(p[j])), s);
-      out[2 * j] = kAdd ? add_rn(out[2 * j], lo) : lo;
-      out[2 * j + 1] = kAdd ? add_rn(out[2 * j + 1], hi) : hi;
+      const C lo = mul_rn(static_cast<C>(nib_lo(p[j])), s);
+      const C hi = mul_rn(static_cast<C>(nib_hi(p[j])), s);
+      out[2 * j] = kAdd ? narrow_to<T>(add_rn(widen(out[2 * j]), lo)) : narrow_to<T>(lo);
+      out[2 * j + 1] = kAdd ? narrow_to<T>(add_rn(widen(out[2 * j + 1]), hi)) : narrow_to<T>(hi);
     }
     if (n & 1) {
-      const T v = mul_rn(static_cast<T>(nib_lo(p[pairs])), s);
-      out[n - 1] = kAdd ? add_rn(out[n - 1], v) : v;
+      const C v = mul_rn(static_cast<C>(nib_lo(p[pairs])), s);
+      out[n - 1] = kAdd ? narrow_to<T>(add_rn(widen(out[n - 1]), v)) : narrow_to<T>(v);
     }
+  }
+}
+
+// The n values of the record at rec (format.hpp), dequantized into out (kAdd: added to out).
+template <int kBits, bool kAdd, class T>
+HIER_HD inline void dequantize_block(const unsigned char* __restrict__ rec, int64_t n, T* __restrict__ out) {
+  dequantize_values<kBits, kAdd>(static_cast<typename FloatBits<T>::C>(load_scale(rec)), rec + 4, n, out);
+}
+
+// The fused dequantize-reduce of one block into 16-bit values (or any T): out[i] = the sum over
+// the `parts` records rec + k * stride (k = 0, 1, ... in that order) of q_i * s_k, summed in float
+// from +0 (in chunks of kChunk values on the stack) and rounded to T once at the end. Every rank
+// that sums the same records gets the same bits; the error of the sum beyond the quantization
+// errors is the float additions' (parts - 1) * 2^-24 relative plus the one rounding to T.
+template <int kBits, class T>
+HIER_HD inline void dequantize_sum_block(const unsigned char* __restrict__ rec, int64_t stride, int parts, int64_t n,
+                                         T* __restrict__ out) {
+  constexpr int64_t kChunk = 64;  // even: int4 chunks start on a byte
+  float acc[kChunk];
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t len = n - c < kChunk ? n - c : kChunk;
+    for (int64_t i = 0; i < len; ++i) acc[i] = 0.0f;
+    for (int k = 0; k < parts; ++k) {
+      const unsigned char* r = rec + k * stride;
+      dequantize_values<kBits, true>(load_scale(r), r + 4 + payload_bytes(c, kBits), len, acc);
+    }
+    for (int64_t i = 0; i < len; ++i) out[c + i] = narrow_to<T>(acc[i]);
   }
 }
 

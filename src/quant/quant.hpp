@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "quant/f16.hpp"
 #include "quant/format.hpp"
 
 namespace hier::quant {
@@ -22,5 +23,16 @@ void dequantize(const void* in, int64_t n, int64_t block, int bits, double* out)
 // acc[i] += dequantized value i (one rounding for the product, one for the sum, in the type of acc).
 void dequantize_add(const void* in, int64_t n, int64_t block, int bits, float* acc);
 void dequantize_add(const void* in, int64_t n, int64_t block, int bits, double* acc);
+
+#if HIER_QUANT_F16
+// 16-bit floats (quant/f16.hpp; MPICH's MPIX_C_FLOAT16): quantized as the same values in float
+// would be (the same records), dequantized in float and rounded to f16 once.
+int64_t quantize(const f16* x, int64_t n, int64_t block, int bits, void* out);
+void dequantize(const void* in, int64_t n, int64_t block, int bits, f16* out);
+// out[i] = the sum of value i of the `parts` quantized buffers at in + k * part_bytes (k = 0, 1,
+// ... in that order), accumulated in float and rounded to f16 once: the fused dequantize-reduce
+// of 16-bit values (never summed in 16 bits). out must not overlap in.
+void dequantize_sum(const void* in, int64_t part_bytes, int parts, int64_t n, int64_t block, int bits, f16* out);
+#endif
 
 }  // namespace hier::quant

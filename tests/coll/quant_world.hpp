@@ -1,6 +1,7 @@
-// What the quantized collectives' MPI tests share (test_quant.cpp, test_quant_nb.cpp): the
-// world's shape under HIER_LEVELS=node:L and the bits under HIER_QUANT, the block size, the
-// float roundings' slack of the bounds, a hash for inputs, and the same-bits-everywhere check.
+// What the quantized collectives' MPI tests share (test_quant.cpp, test_quant_nb.cpp,
+// test_quant_f16.cpp): the world's shape under HIER_LEVELS=node:L and the bits under HIER_QUANT,
+// the block size and the planner's floor, the float roundings' slack of the bounds, a hash for
+// inputs, and the same-bits-everywhere check.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,6 +23,11 @@ int64_t block_size() {
   const char* b = std::getenv("HIER_QUANT_BLOCK");
   return b ? std::atoll(b) : 512;
 }
+const int64_t kBlock = block_size();
+
+// The planner's floor (model/cost_quant.hpp): a call of fewer than B values per rank in all stays
+// exact; above it HIER_ALGO=hier (every variant here) quantizes wherever HIER_QUANT allows.
+[[maybe_unused]] bool above_floor(int64_t total_values, int ranks) { return total_values >= kBlock * ranks; }
 
 // quant/kernels.hpp: |x - deq(q(x))| <= s (1/2 + Q 2^-21) with s <= absmax/Q (1 + 2^-22): the
 // factor over absmax/(2Q) that the float roundings of the scale allow (about 1 + 1.2e-4 for int8;

@@ -21,12 +21,6 @@
 
 namespace {
 
-const int64_t kBlock = block_size();
-
-// The planner's floor (model/cost_quant.hpp): a call of fewer than B values per rank in all stays
-// exact; above it HIER_ALGO=hier (every variant here) quantizes wherever HIER_QUANT allows.
-bool above_floor(int64_t total_values, int ranks) { return total_values >= kBlock * ranks; }
-
 // Random values with a mix of magnitudes: 1e-3 .. 1e3 changing every 300 values (so that blocks
 // hold both small and large values), either sign, and some exact zeros.
 double input(int rank, int64_t i, int seed) {

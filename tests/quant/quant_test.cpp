@@ -17,34 +17,17 @@
 #include "model/cost_quant.hpp"
 #include "quant/format.hpp"
 #include "quant/quant.hpp"
+#include "quant_testing.hpp"
 
 namespace hq = hier::quant;
-using Bytes = std::vector<unsigned char>;
 
 namespace {
-
-template <class T>
-Bytes quantize(const std::vector<T>& x, int64_t b, int bits, int64_t* bad = nullptr) {
-  Bytes q(hq::quantized_bytes(static_cast<int64_t>(x.size()), b, bits) + 16, 0xAB);  // guard
-  const int64_t nbad = hq::quantize(x.data(), static_cast<int64_t>(x.size()), b, bits, q.data());
-  if (bad) *bad = nbad;
-  else EXPECT_EQ(nbad, 0);
-  for (size_t i = q.size() - 16; i < q.size(); ++i) EXPECT_EQ(q[i], 0xAB) << "wrote past the end";
-  q.resize(q.size() - 16);
-  return q;
-}
 
 template <class T>
 std::vector<T> dequantize(const Bytes& q, int64_t n, int64_t b, int bits) {
   std::vector<T> y(n, T(-12345));
   hq::dequantize(q.data(), n, b, bits, y.data());
   return y;
-}
-
-float scale_of(const Bytes& q, int64_t k, int64_t b, int bits) {
-  float s;
-  std::memcpy(&s, q.data() + hq::record_offset(k, b, bits), 4);
-  return s;
 }
 
 // The documented per-value bound: |x - deq| <= s * (1/2 + Q * 2^-21).

@@ -247,10 +247,19 @@ TEST(ModelQuant, AllgatherCostsItsElementSize) {
   // The floor in values of the type: 512 x 4 doubles are 16384 B, one double less stays exact.
   EXPECT_EQ(model::plan({Coll::Allgather, 16384 - 8, 8}, s, m, cfg).quant_bits, 0);
   EXPECT_EQ(model::plan({Coll::Allgather, 16384 - 8, 4}, s, m, cfg).quant_bits, 8);
-  // 16-bit and other sizes have no kernels: exact.
-  model::Plan p = model::plan({Coll::Allgather, 1 * MiB, 2}, s, m, cfg);
+  // 16-bit floats (MPIX_C_FLOAT16): the allgather moves only records, which are the same for
+  // the same number of values, and the kernels cost what they cost on floats (the values are
+  // widened to float): 4096 f16 values cost what 4096 floats do, not half of it.
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 8192, 2, s, m, 8, 512), 36776.0);
+  // The reductions' exact node steps move the values themselves: cheaper in 16 bits.
+  EXPECT_LT(model::quant_cost(Coll::ReduceScatterBlock, 8192, 2, s, m, 8, 512),
+            model::quant_cost(Coll::ReduceScatterBlock, 16384, 4, s, m, 8, 512));
+  EXPECT_EQ(model::plan({Coll::Allgather, 1 * MiB, 2}, s, m, cfg).quant_bits, 8);
+  EXPECT_EQ(model::plan({Coll::Allgather, 512 * 4 * 2 - 2, 2}, s, m, cfg).quant_bits, 0);  // below the floor
+  // Other sizes have no kernels: exact.
+  model::Plan p = model::plan({Coll::Allgather, 1 * MiB, 16}, s, m, cfg);
   EXPECT_EQ(p.quant_bits, 0);
-  EXPECT_NE(model::describe(p).find("not a float or double size"), std::string::npos) << model::describe(p);
+  EXPECT_NE(model::describe(p).find("not a float, double or float16 size"), std::string::npos) << model::describe(p);
 }
 
 TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
@@ -293,8 +302,10 @@ TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
   small.quant_block = 32;
   EXPECT_EQ(model::plan({Coll::Allreduce, 8192 - 4, 4}, s, m, small).quant_bits, 8);
   EXPECT_GT(model::quant_cost(Coll::Allreduce, 1 * MiB, 4, s, m, 8, 32), model::quant_cost(Coll::Allreduce, 1 * MiB, 4, s, m, 8, 512));
-  // Not a float or double size (the exec side checks the very type): exact.
-  EXPECT_EQ(model::plan({Coll::Allreduce, 1 * MiB, 2}, s, m, forced).quant_bits, 0);
+  // Not a float, double or float16 size (the exec side checks the very type): exact.
+  EXPECT_EQ(model::plan({Coll::Allreduce, 1 * MiB, 1}, s, m, forced).quant_bits, 0);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 1 * MiB, 16}, s, m, forced).quant_bits, 0);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 1 * MiB, 2}, s, m, forced).quant_bits, 8);
   // int4 and the other collectives.
   cfg.quant.fill(config::Quant::Int4);
   EXPECT_EQ(model::plan({Coll::ReduceScatterBlock, 1 * MiB, 4}, s, m, cfg).quant_bits, 4);
