@@ -26,6 +26,15 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
     || { echo "test.sh: apt-get install failed for: ${missing[*]}" >&2; exit 2; }
 fi
+# hipcc (Debian's ROCm 5.2) for the HIP compile check of the quantization kernels (gfx90a, the
+# MI250X; target hier_quant_hip_check): best effort, the check is skipped where it cannot be had.
+if ! command -v hipcc >/dev/null; then
+  echo "== installing hipcc (HIP compile check)"
+  if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
+  { DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends hipcc >/dev/null 2>&1 \
+    || { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends hipcc >/dev/null 2>&1; }; } \
+    || echo "test.sh: hipcc could not be installed: the HIP compile check is skipped"
+fi
 
 # Tests run as root in CI; both launchers oversubscribe the machine's cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

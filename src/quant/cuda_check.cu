@@ -2,7 +2,13 @@
 // HIER_HD bodies (quant/kernels.hpp) built as CUDA device code, one __global__ kernel per
 // entry point and type (float, double, and 16-bit floats as CUDA's __half), one block of the
 // format per thread block. A real GPU backend would split each block's loops over the threads;
-// this only proves the bodies are device code.
+// this only proves the bodies are device code. The same file is compiled by hipcc as HIP for
+// gfx90a, the MI250X (target hier_quant_hip_check, src/quant/CMakeLists.txt); there 16-bit floats
+// have no kernels (quant/f16.hpp) and stay exact.
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #include "quant/kernels.hpp"
 
 namespace hier::quant {
@@ -43,6 +49,7 @@ template __global__ void dequantize_kernel<8, true, float>(const unsigned char*,
 template __global__ void dequantize_kernel<4, true, float>(const unsigned char*, int64_t, int64_t, float*);
 template __global__ void dequantize_kernel<8, true, double>(const unsigned char*, int64_t, int64_t, double*);
 template __global__ void dequantize_kernel<4, true, double>(const unsigned char*, int64_t, int64_t, double*);
+#if HIER_QUANT_F16
 // 16-bit floats: quantize, dequantize, and the sum in float (no dequantize-add in 16 bits).
 template __global__ void quantize_kernel<8, f16>(const f16*, int64_t, int64_t, unsigned char*, int*);
 template __global__ void quantize_kernel<4, f16>(const f16*, int64_t, int64_t, unsigned char*, int*);
@@ -50,5 +57,6 @@ template __global__ void dequantize_kernel<8, false, f16>(const unsigned char*, 
 template __global__ void dequantize_kernel<4, false, f16>(const unsigned char*, int64_t, int64_t, f16*);
 template __global__ void dequantize_sum_kernel<8, f16>(const unsigned char*, int64_t, int, int64_t, int64_t, f16*);
 template __global__ void dequantize_sum_kernel<4, f16>(const unsigned char*, int64_t, int, int64_t, int64_t, f16*);
+#endif
 
 }  // namespace hier::quant
