@@ -47,8 +47,9 @@ bool use_direct_rs(int64_t from, const TypeInfo* info, bool has_tmp, int64_t tot
 bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
 
 // The ScratchSet slot of step `k` of a wave (k = 0: also a step alone). Slot kCallerSlot is never
-// one of them: a caller may keep its own data there across a run (exec/coll_quant.cpp's check
-// copies, tmp[1]), whatever the width of the schedule's waves (pipelined quantized schedules).
+// one of them: a caller may keep its own data there across a run, whatever the width of the
+// schedule's waves (pipelined quantized schedules). No caller does today (exec/coll_quant.cpp's
+// check copies, which did, now follow the records in the call's own scratch); kept as a rule.
 constexpr size_t kCallerSlot = 1;
 constexpr size_t wave_slot(size_t k) { return k < kCallerSlot ? k : k + 1; }
 
