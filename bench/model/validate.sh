@@ -15,7 +15,8 @@
 #   bench/model/validate.sh [--mpis "openmpi mpich"] [--shapes "2x4 4x2"] [--reps 3]
 #                           [--min 65536] [--max 16777216] [--step 2] [--iters 6] [--out DIR] [--build-dir PREFIX]
 #                           [--tune-dir DIR]   (reuse tune files DIR/tune-MPI-NxP.json instead of measuring)
-#                           [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps)
+#                           [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps; --hier
+#                                                   preloads libhier for hier-tune)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -59,7 +60,9 @@ for shape in $shapes; do
     else
       echo "== $tag: hier-tune"
       start=$(date +%s)
-      tools/minicluster run --timeout 300 --done-file "$tune" --mpi "$mpi" -- "$b/hier-tune" $tune_args -o "$tune" > "$raw/$tag.tune.log" 2>&1 \
+      preload=()  # --hier times libhier's own schedules: libhier preloaded
+      [[ " $tune_args " == *" --hier "* ]] && preload=(--preload "$b/libhier.so")
+      tools/minicluster run --timeout 300 --done-file "$tune" --mpi "$mpi" "${preload[@]}" -- "$b/hier-tune" $tune_args -o "$tune" > "$raw/$tag.tune.log" 2>&1 \
         || { echo "hier-tune failed on $tag:"; tail -5 "$raw/$tag.tune.log"; exit 1; }
       echo "   hier-tune took $(( $(date +%s) - start )) s"
     fi

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <tuple>
 
@@ -201,21 +202,18 @@ double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ppn, cons
                    m.reduce_ns_per_byte);
 }
 
-double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const Model& m) {
-  int nodes = std::max(s.nnodes, 1), ppn = 1;
-  for (int n : s.node_sizes) ppn = std::max(ppn, n);
-  if (s.one_machine || nodes == 1) {
-    nodes = 1;
-    ppn = s.size;
-  }
-  const double model = flat_algo_cost(coll, bytes, nodes, ppn, m);
-  const std::vector<Point>& pts = m.flat_measured[static_cast<size_t>(coll)];
-  if (pts.empty() || !s.cartesian || s.one_machine || nodes != m.nodes || ppn != m.ranks_per_node || bytes <= 0)
-    return model;
-  const double b = static_cast<double>(bytes);
-  // Outside the measured range: the algorithm's cost, scaled to agree with the nearest point.
+bool measured_shape(const topo::Shape& s, const Model& m) {
+  if (!s.cartesian || s.one_machine || s.nnodes != m.nodes) return false;
+  for (int n : s.node_sizes)
+    if (n != m.ranks_per_node) return false;
+  return true;
+}
+
+double measured_cost(const std::vector<Point>& pts, double b, double model, const std::function<double(double)>& model_at) {
+  if (pts.empty() || b <= 0) return model;
+  // Outside the measured range: the model's cost, scaled to agree with the nearest point.
   auto scaled = [&](const Point& p) {
-    const double at = flat_algo_cost(coll, static_cast<int64_t>(p.bytes), nodes, ppn, m);
+    const double at = model_at(p.bytes);
     return at > 0 ? model * p.ns / at : p.ns;
   };
   if (b <= pts.front().bytes) return b == pts.front().bytes ? pts.front().ns : scaled(pts.front());
@@ -228,6 +226,20 @@ double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const M
     return std::exp(std::log(lo.ns) + t * std::log(hi.ns / lo.ns));
   }
   return model;
+}
+
+double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const Model& m) {
+  int nodes = std::max(s.nnodes, 1), ppn = 1;
+  for (int n : s.node_sizes) ppn = std::max(ppn, n);
+  if (s.one_machine || nodes == 1) {
+    nodes = 1;
+    ppn = s.size;
+  }
+  const double model = flat_algo_cost(coll, bytes, nodes, ppn, m);
+  if (!measured_shape(s, m)) return model;
+  return measured_cost(m.flat_measured[static_cast<size_t>(coll)], static_cast<double>(bytes), model, [&](double b) {
+    return flat_algo_cost(coll, static_cast<int64_t>(b), nodes, ppn, m);
+  });
 }
 
 namespace {

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "model/model.hpp"
@@ -74,6 +75,15 @@ class FlatNet : public Net {
 // counts them for the collective (allgather: the whole output, reduce_scatter: the whole input,
 // alltoall: what one rank sends, scatter/gather: the whole vector at the root).
 double algo_cost(Op op, Algo algo, double bytes, int members, const Net& net, double reduce_ns_per_byte);
+
+// Whether the model's measured points (flat_measured, hier_measured) apply on `shape`: the shape
+// they were measured on (Model::nodes x ranks_per_node, every node alike, ranks across nodes).
+bool measured_shape(const topo::Shape& shape, const Model& m);
+// A measured time at `bytes` from ascending points: at a point its time, between two points
+// log-log interpolated; outside them `model` (the model's cost at `bytes`) scaled by the nearest
+// point's time over model_at(its bytes); without points `model`.
+double measured_cost(const std::vector<Point>& pts, double bytes, double model,
+                     const std::function<double(double)>& model_at);
 
 // The MPI's own collective on a communicator of `shape` (bytes as the planner counts them).
 double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& shape, const Model& m);

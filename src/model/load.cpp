@@ -61,6 +61,18 @@ std::vector<Point> read_points(const json& list, const std::string& where) {
   return pts;
 }
 
+// flat_measured / hier_measured: {"<coll>": [{bytes, ns}], ...}; unknown collectives ignored.
+void read_measured(const json& j, const char* key, std::array<std::vector<Point>, kColls>& out) {
+  for (auto& v : out) v.clear();
+  if (!j.contains(key)) return;
+  const json& fm = j.at(key);
+  if (!fm.is_object()) throw Bad{std::string(key) + " is not an object"};
+  for (const auto& [name, list] : fm.items()) {
+    const int c = coll_index(name);
+    if (c >= 0) out[static_cast<size_t>(c)] = read_points(list, std::string(key) + "." + name);
+  }
+}
+
 // levels.X.steps: {"members": m, "<coll>": [{bytes, ns}], ...} for the collectives a level step
 // calls (allreduce, allgather, reduce_scatter_block, bcast; other names are ignored). Each list
 // is empty or at least two points (the cost code extrapolates above the last with the last
@@ -226,18 +238,9 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
       m.flat_algorithms[static_cast<size_t>(c)] = std::move(rules);
     }
   }
-  if (j.contains("flat_measured")) {
-    const json& fm = j.at("flat_measured");
-    if (!fm.is_object()) throw Bad{"flat_measured is not an object"};
-    for (auto& v : m.flat_measured) v.clear();  // measured points are the file's own, never the base's
-    for (const auto& [name, list] : fm.items()) {
-      const int c = coll_index(name);
-      if (c < 0) continue;
-      m.flat_measured[static_cast<size_t>(c)] = read_points(list, "flat_measured." + name);
-    }
-  } else {
-    for (auto& v : m.flat_measured) v.clear();
-  }
+  // Measured points are the file's own, never the base's (they belong to the file's machine).
+  read_measured(j, "flat_measured", m.flat_measured);
+  read_measured(j, "hier_measured", m.hier_measured);
   if (j.contains("planner")) {
     const json& p = j.at("planner");
     if (p.contains("margin")) m.margin = number(p, "margin", "planner.");

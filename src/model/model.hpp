@@ -2,7 +2,8 @@
 // nodes) a latency, a time per byte of one flow and how that time grows when k flows cross the
 // level at once; the per-byte time of local reductions and copies; which algorithm the MPI uses
 // for each collective by size; optionally measured times of the MPI's own collectives, on the
-// whole communicator (flat_measured) and on each level's communicators (LevelParams::steps). Pure
+// whole communicator (flat_measured) and on each level's communicators (LevelParams::steps), and
+// of libhier's own schedules on the whole communicator (hier_measured). Pure
 // data, read from a libhier-tune/2 file (docs/tune-file.md, model/load.hpp): the built-in files
 // src/model/builtin-<family>.json, or HIER_TUNE_FILE.
 #pragma once
@@ -103,6 +104,10 @@ struct Model {
   std::array<QuantRates, 2> quant_rates{kQuantRates, kQuantRates};
   std::array<std::vector<AlgoRule>, kColls> flat_algorithms;  // empty: the fallback per collective
   std::array<std::vector<Point>, kColls> flat_measured;       // ascending bytes
+  // libhier's own hierarchical schedule as HIER_ALGO=hier runs it, measured on the same shape
+  // (hier-tune --hier): where present, the planner's hierarchical prediction on that shape is
+  // the measurement (cost.hpp's measured_cost), the IR's costs only ranking the candidates.
+  std::array<std::vector<Point>, kColls> hier_measured;       // ascending bytes
   double margin = 0.05;          // hier must be predicted this fraction faster than flat
   double step_overhead_ns = 0;   // libhier's cost per schedule step
   // How the MPI runs MPI_Scatterv / MPI_Gatherv (libhier's scatter-allgather bcast and

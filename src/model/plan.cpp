@@ -80,6 +80,10 @@ std::vector<int> chunk_options(const Call& call, const Model& m, const config::C
   return out;
 }
 
+// The cheapest of libhier's candidate schedules for the call by the IR's cost (and which).
+double cheapest(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg,
+                const std::vector<Algorithm>& cands, Algorithm* best_a, int* best_c);
+
 }  // namespace
 
 double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks) {
@@ -116,6 +120,23 @@ std::string describe(const Plan& p) {
   return buf;
 }
 
+namespace {
+double cheapest(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg,
+                const std::vector<Algorithm>& cands, Algorithm* best_a, int* best_c) {
+  double best = -1;
+  for (Algorithm a : cands)
+    for (int c : chunk_options(call, m, cfg)) {
+      const double t = hier_cost(call, s, m, a, c);
+      if (best < 0 || t < best) {
+        best = t;
+        if (best_a) *best_a = a;
+        if (best_c) *best_c = c;
+      }
+    }
+  return best;
+}
+}  // namespace
+
 Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg) {
   Plan p;
   p.direct_rs_from = m.direct_rs_from;
@@ -130,14 +151,18 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   // Measured (bench/RESULTS.md): with every rank on one machine the extra steps cost more than
   // the levels save; the hierarchy pays where its outer level crosses a network.
   if (s.one_machine && forced != config::Algo::Hier) return p.why = "all ranks share memory (levels are node:N fakes)", p;
-  double best = -1;
   Algorithm best_a = cands[0];
   int best_c = 1;
-  for (Algorithm a : cands)
-    for (int c : chunk_options(call, m, cfg)) {
-      const double t = hier_cost(call, s, m, a, c);
-      if (best < 0 || t < best) best = t, best_a = a, best_c = c;
-    }
+  double best = cheapest(call, s, m, cfg, cands, &best_a, &best_c);
+  // On the shape the tune file measured libhier's schedules on (hier_measured), the prediction
+  // is that measurement; the IR's costs chose the candidate (and scale between the sizes).
+  if (measured_shape(s, m))
+    best = measured_cost(m.hier_measured[static_cast<size_t>(call.coll)], static_cast<double>(call.bytes), best,
+                         [&](double b) {
+                           Call at = call;
+                           at.bytes = static_cast<int64_t>(b);
+                           return cheapest(at, s, m, cfg, cands, nullptr, nullptr);
+                         });
   p.hier_ns = best;
   p.flat_ns = flat_cost(call.coll, call.bytes, s, m);
   if (forced == config::Algo::Hier) {

@@ -2,7 +2,8 @@
 """Checks a file written by hier-tune against docs/tune-file.md (libhier-tune/2).
 usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY [OPTS]
 (OPTS, comma-separated: ladder: the file must have levels.X.ladder, as hier-tune --ladder writes;
-steps: levels.X.steps, as hier-tune --level-steps writes; without: it must not)"""
+steps: levels.X.steps, as hier-tune --level-steps writes; hier: hier_measured, as hier-tune
+--hier writes; without: it must not)"""
 import json, math, os, sys
 
 def fail(msg):
@@ -17,7 +18,7 @@ def num(x, where, positive=False):
 
 path, nodes, ppn, family = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 opts = sys.argv[5].split(",") if len(sys.argv) > 5 else []
-want_ladder, want_steps = "ladder" in opts, "steps" in opts
+want_ladder, want_steps, want_hier = "ladder" in opts, "steps" in opts, "hier" in opts
 j = json.load(open(path))
 if j.get("format") != "libhier-tune/2":
     fail(f"format {j.get('format')!r}")
@@ -124,15 +125,24 @@ for k, src in (("quantize_ns_per_byte", "quantize_ns_per_byte"), ("dequantize_ns
     plausible(j["compute"].get(k), f"compute.{k}")
     if j["compute"][k] != q["int8"][src]:
         fail(f"compute.{k} is not compute.quant.int8.{src}")
-for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
-    pts = j["flat_measured"][coll]
-    if len(pts) < 2:
-        fail(f"flat_measured.{coll}: {len(pts)} points")
-    b = [p["bytes"] for p in pts]
-    if b != sorted(set(b)) or b[0] != 65536:
-        fail(f"flat_measured.{coll} bytes {b}: not ascending from 64 KiB")
-    for p in pts:
-        num(p["ns"], f"flat_measured.{coll}[{p['bytes']}]", positive=True)
+# The four collectives at the same sizes: the MPI's own (flat_measured), and libhier's schedules
+# (hier_measured, hier-tune --hier only).
+if not want_hier and "hier_measured" in j:
+    fail("hier_measured written without --hier")
+for key in ("flat_measured", "hier_measured") if want_hier else ("flat_measured",):
+    if not isinstance(j.get(key), dict):
+        fail(f"{key} missing")
+    for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
+        pts = j[key].get(coll, [])
+        if len(pts) < 2:
+            fail(f"{key}.{coll}: {len(pts)} points")
+        b = [p["bytes"] for p in pts]
+        if b != sorted(set(b)) or b[0] != 65536:
+            fail(f"{key}.{coll} bytes {b}: not ascending from 64 KiB")
+        if key == "hier_measured" and b != [p["bytes"] for p in j["flat_measured"][coll]]:
+            fail(f"hier_measured.{coll} sizes {b}: not flat_measured's")
+        for p in pts:
+            num(p["ns"], f"{key}.{coll}[{p['bytes']}]", positive=True)
 d = j["dtype"]
 if d.get("policy") not in ("auto", "always", "never"):
     fail(f"dtype.policy {d.get('policy')!r}")

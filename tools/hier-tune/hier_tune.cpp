@@ -2,6 +2,7 @@
 // in the format "libhier-tune/2" (docs/tune-file.md) for HIER_TUNE_FILE: the collectives
 // planner's per-level parameters and the datatype engine's cost lines.
 //   mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--level-steps]   (launched like the application)
+//   hier-run mpiexec -n N hier-tune ...                                    (libhier's schedules too)
 // What it measures (every figure the median of repetitions, the slowest rank's time):
 //  - levels.intra: two ranks sharing memory (MPI_COMM_TYPE_SHARED): half a ping-pong of 0 bytes
 //    while the others wait, and the time per round of a 4-byte allreduce on every node at once
@@ -29,10 +30,15 @@
 //    every node has as many ranks.
 //  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
+//  - hier_measured (when libhier is preloaded, unless --no-hier; --hier without it: an error):
+//    the same four collectives at the same sizes through libhier with HIER_ALGO=hier
+//    (HIER_QUANT=off): its hierarchical schedules as the planner picks them, which the planner's
+//    hierarchical prediction is on this shape (docs/model.md, "Measured schedules").
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
 //    = a + b * bytes + c * blocks fitted by least squares for libhier's engine and the MPI's own
 //    PMPI_Pack/PMPI_Unpack over vectors of 4 B .. 4 KiB blocks, and one message end to end
 //    between ranks 0 and 1 with the derived type through the MPI and as contiguous bytes.
+#include <link.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -145,6 +151,7 @@ using json = nlohmann::json;
 
 const char* kUsage =
     "usage: mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--level-steps] [--help]\n"
+    "       hier-run mpiexec -n N hier-tune [-o FILE] ...   (libhier's schedules too)\n"
     "  Measures libhier's machine model (levels, compute, the MPI's own collectives on the whole\n"
     "  communicator, datatype engine) and writes it as JSON\n"
     "  (format libhier-tune/2, docs/tune-file.md) to FILE\n"
@@ -155,7 +162,12 @@ const char* kUsage =
     "            (docs/model.md: on an oversubscribed machine its points are wake-ups)\n"
     "  --level-steps  also time the MPI's collectives on each level's communicators\n"
     "            (levels.X.steps), which the cost code then uses for level steps of that size;\n"
-    "            off by default until validated in a run (docs/model.md, \"Measured level steps\")\n";
+    "            off by default until validated in a run (docs/model.md, \"Measured level steps\")\n"
+    "  --hier    time libhier's own hierarchical schedules of the same four collectives too\n"
+    "            (hier_measured), which the planner then predicts from on this shape\n"
+    "            (docs/model.md, \"Measured schedules\"); the default when libhier is preloaded\n"
+    "            (hier-run), an error when it is not\n"
+    "  --no-hier do not, even with libhier preloaded\n";
 
 double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
@@ -359,14 +371,17 @@ json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::
   return out;
 }
 
-// The MPI's own collectives on MPI_COMM_WORLD; bytes as the planner counts them.
-json measure_flat(const Shape& s, bool quick) {
+// Four collectives on MPI_COMM_WORLD, 64 KiB .. 16 MiB, bytes as the planner counts them:
+// the MPI's own (PMPI_*: flat_measured), or through libhier (MPI_*: hier_measured, with
+// libhier preloaded and HIER_ALGO=hier, so that its hierarchical schedules run).
+json measure_colls(const Shape& s, bool quick, bool through_libhier) {
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{64 << 10, 1 << 20}
                                            : std::vector<int64_t>{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20};
   const int reps = quick ? 3 : 5;
   json out = json::object();
   const int64_t cap = sizes.back();
   std::vector<float> a(cap / 4 + s.size, 1.0f), b(cap / 4 + s.size, 0.0f);
+  const bool lib = through_libhier;
   auto run = [&](const char* name, const std::function<void(int64_t)>& call) {
     json pts = json::array();
     for (int64_t n : sizes) {
@@ -376,17 +391,39 @@ json measure_flat(const Shape& s, bool quick) {
     out[name] = pts;
   };
   run("allreduce", [&](int64_t n) {
-    PMPI_Allreduce(a.data(), b.data(), static_cast<int>(n / 4), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const int c = static_cast<int>(n / 4);
+    lib ? MPI_Allreduce(a.data(), b.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)
+        : PMPI_Allreduce(a.data(), b.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   });
   run("allgather", [&](int64_t n) {  // n: the whole output
-    PMPI_Allgather(a.data(), static_cast<int>(n / 4 / s.size), MPI_FLOAT, b.data(), static_cast<int>(n / 4 / s.size),
-                   MPI_FLOAT, MPI_COMM_WORLD);
+    const int c = static_cast<int>(n / 4 / s.size);
+    lib ? MPI_Allgather(a.data(), c, MPI_FLOAT, b.data(), c, MPI_FLOAT, MPI_COMM_WORLD)
+        : PMPI_Allgather(a.data(), c, MPI_FLOAT, b.data(), c, MPI_FLOAT, MPI_COMM_WORLD);
   });
   run("reduce_scatter_block", [&](int64_t n) {  // n: the whole input
-    PMPI_Reduce_scatter_block(a.data(), b.data(), static_cast<int>(n / 4 / s.size), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    const int c = static_cast<int>(n / 4 / s.size);
+    lib ? MPI_Reduce_scatter_block(a.data(), b.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD)
+        : PMPI_Reduce_scatter_block(a.data(), b.data(), c, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   });
-  run("bcast", [&](int64_t n) { PMPI_Bcast(a.data(), static_cast<int>(n / 4), MPI_FLOAT, 0, MPI_COMM_WORLD); });
+  run("bcast", [&](int64_t n) {
+    const int c = static_cast<int>(n / 4);
+    lib ? MPI_Bcast(a.data(), c, MPI_FLOAT, 0, MPI_COMM_WORLD) : PMPI_Bcast(a.data(), c, MPI_FLOAT, 0, MPI_COMM_WORLD);
+  });
   return out;
+}
+
+// Whether libhier.so is loaded in this process (preloaded by hier-run or LD_PRELOAD).
+bool libhier_loaded() {
+  bool found = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const char* name = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+        name = name ? name + 1 : info->dlpi_name;
+        if (name && std::strncmp(name, "libhier.so", 10) == 0) *static_cast<bool*>(data) = true;
+        return 0;
+      },
+      &found);
+  return found;
 }
 
 // Measured level steps (levels.X.steps, docs/model.md "Measured level steps"): the MPI's own
@@ -583,6 +620,22 @@ std::string iso_now() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // libhier's own schedules (hier_measured) are timed when libhier is preloaded, unless
+  // --no-hier; --hier insists (an error without libhier). The preloaded libhier reads its
+  // configuration in MPI_Init, so it must see these first: its hierarchical schedules, exact,
+  // whatever the job's environment says.
+  bool want_hier = false, no_hier = false;
+  for (int i = 1; i < argc; ++i) {
+    want_hier = want_hier || std::strcmp(argv[i], "--hier") == 0;
+    no_hier = no_hier || std::strcmp(argv[i], "--no-hier") == 0;
+  }
+  const bool preloaded = libhier_loaded();
+  const bool hier = !no_hier && (want_hier || preloaded);
+  if (hier && preloaded) {
+    setenv("HIER_ALGO", "hier", 1);
+    setenv("HIER_QUANT", "off", 1);
+    setenv("HIER_DISABLE", "0", 1);
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -597,6 +650,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (a == "--ladder") {
       ladder = true;
+    } else if (a == "--hier" || a == "--no-hier") {
+      // (read above, before MPI_Init)
     } else if (a == "--level-steps") {
       level_steps = true;
     } else if (a == "--help" || a == "-h") {
@@ -610,6 +665,19 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return 2;
     }
+  }
+  if (want_hier && no_hier) {
+    if (rank == 0) std::fprintf(stderr, "hier-tune: --hier and --no-hier contradict each other\n%s", kUsage);
+    MPI_Finalize();
+    return 2;
+  }
+  if (hier && !preloaded) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "hier-tune: --hier times libhier's schedules, but libhier.so is not loaded: launch as "
+                   "hier-run mpiexec -n N hier-tune (or with LD_PRELOAD=libhier.so)\n");
+    MPI_Finalize();
+    return 2;
   }
   // The quantization block the kernels are timed at: HIER_QUANT_BLOCK as libhier reads it (an
   // invalid value: libhier's one line, and its default, which libhier would run with too).
@@ -683,7 +751,15 @@ int main(int argc, char** argv) {
   double step_overhead = 0;
   for (const auto& [name, lv] : levels.items()) step_overhead = std::max(step_overhead, lv.value("busy_latency_ns", 0.0));
   const json compute = measure_compute(quick, quant_block);  // every rank measures; rank 0's figures are kept
-  const json flat = measure_flat(s, quick);
+  const json flat = measure_colls(s, quick, false);
+  json hier_pts;
+  if (hier) {
+    if (s.nodes < 2 && rank == 0)
+      std::fprintf(stderr,
+                   "hier-tune: one node: libhier's schedules measured on the levels HIER_LEVELS gives (the planner "
+                   "uses hier_measured only on a shape across nodes)\n");
+    hier_pts = measure_colls(s, quick, true);
+  }
   const json dtype = measure_dtype(rank, size, quick);
 
   if (rank == 0) {
@@ -710,11 +786,12 @@ int main(int argc, char** argv) {
                 {"nodes", s.nodes},
                 {"ranks_per_node", s.ppn},
                 {"measured", iso_now()},
-                {"tool", "hier-tune 4"}}},
+                {"tool", "hier-tune 5"}}},
               {"levels", levels},
               {"compute", compute},
               {"flat_measured", flat},
               {"dtype", dtype}};
+    if (hier) j["hier_measured"] = hier_pts;
     if (step_overhead > 0) j["planner"] = {{"step_overhead_ns", step_overhead}};  // else the built-in's
     const std::string text = j.dump(2) + "\n";
     if (out.empty()) {
