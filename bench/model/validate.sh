@@ -1,8 +1,9 @@
 #!/bin/bash
 # Model validation on the emulated cluster (issue 11): does the planner's cost model predict what
 # the collectives really take? Per MPI and shape:
-#   1. hier-tune measures the machine model on the cluster (the file the user would feed to
-#      HIER_TUNE_FILE);
+#   1. hier-tune measures the machine model on the cluster, with libhier preloaded as hier-run
+#      launches it (so libhier's own schedules too, hier_measured): the file the user would feed
+#      to HIER_TUNE_FILE;
 #   2. hier-bench times, alternating runs, the MPI alone (HIER_DISABLE=1), libhier's
 #      hierarchical schedule (HIER_ALGO=hier) and the default planner (nothing forced), both with
 #      that tune file, for allreduce, allgather, reduce_scatter_block and bcast;
@@ -15,8 +16,8 @@
 #   bench/model/validate.sh [--mpis "openmpi mpich"] [--shapes "2x4 4x2"] [--reps 3]
 #                           [--min 65536] [--max 16777216] [--step 2] [--iters 6] [--out DIR] [--build-dir PREFIX]
 #                           [--tune-dir DIR]   (reuse tune files DIR/tune-MPI-NxP.json instead of measuring)
-#                           [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps; --hier
-#                                                   preloads libhier for hier-tune)
+#                           [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps, or
+#                                                   --no-hier: no hier_measured, the IR alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -60,9 +61,9 @@ for shape in $shapes; do
     else
       echo "== $tag: hier-tune"
       start=$(date +%s)
-      preload=()  # --hier times libhier's own schedules: libhier preloaded
-      [[ " $tune_args " == *" --hier "* ]] && preload=(--preload "$b/libhier.so")
-      tools/minicluster run --timeout 300 --done-file "$tune" --mpi "$mpi" "${preload[@]}" -- "$b/hier-tune" $tune_args -o "$tune" > "$raw/$tag.tune.log" 2>&1 \
+      # libhier preloaded, as a user launches it (hier-run): hier-tune then times libhier's own
+      # schedules too (hier_measured; --tune-args --no-hier: the IR's predictions alone)
+      tools/minicluster run --timeout 300 --done-file "$tune" --mpi "$mpi" --preload "$b/libhier.so" -- "$b/hier-tune" $tune_args -o "$tune" > "$raw/$tag.tune.log" 2>&1 \
         || { echo "hier-tune failed on $tag:"; tail -5 "$raw/$tag.tune.log"; exit 1; }
       echo "   hier-tune took $(( $(date +%s) - start )) s"
     fi

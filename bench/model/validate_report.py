@@ -57,6 +57,9 @@ for simpath in sorted(glob.glob(os.path.join(a.raw, "*.sim.csv"))):
     print("| collective | size | MPI ms | predicted | err | hier ms | predicted | err | algorithm | auto ms | planner | MPI / auto |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|")
     err_h, err_f, slower, wins, noise = [], [], [], [], []
+    # The decision judged by the two forced variants (libhier's schedule, the MPI alone) instead
+    # of the auto run: free of the auto run's own run-to-run noise.
+    lost, missed = [], []
     for r in rows:
         coll, b = r["collective"], int(r["bench_bytes"])
         mm, mh, ma = (med((tag, v, coll, b)) for v in ("mpi", "hier", "auto"))
@@ -75,6 +78,11 @@ for simpath in sorted(glob.glob(os.path.join(a.raw, "*.sim.csv"))):
             if bucket is slower and r["planner"] == "flat":
                 bucket = noise
             bucket.append((coll, b, ratio))
+        if mm and mh:
+            if r["planner"] == "hier" and mm / mh < 1 / 1.05:
+                lost.append((coll, b, mm / mh))
+            if r["planner"] == "flat" and mm / mh > 1.05:
+                missed.append((coll, b, mm / mh))
         fmt = lambda x: f"{x:.2f}" if x is not None else "-"
         pct = lambda x: f"{x:+.0%}" if x is not None else "-"
         print(f"| {coll} | {size(b)} | {fmt(mm)} | {pf:.2f} | {pct(ef)} | {fmt(mh)} | {ph:.2f} | {pct(eh)} | "
@@ -92,5 +100,8 @@ for simpath in sorted(glob.glob(os.path.join(a.raw, "*.sim.csv"))):
     if noise:
         print(f"- cells planned flat (passed through) that still measured >5% slower (run-to-run noise of the "
               f"MPI's own algorithm): " + "; ".join(f"{c} {size(b)}: {r:.2f}" for c, b, r in noise))
+    cells = lambda xs: "; ".join(f"{c} {size(b)}: {r:.2f}" for c, b, r in xs) or "none"
+    print(f"- the decision against the forced runs (MPI / hier ms): hierarchical where libhier's schedule "
+          f"measured >5% slower: {cells(lost)}; flat where it measured >5% faster: {cells(missed)}")
     print()
     summary.append((tag, err_h, err_f, slower))
