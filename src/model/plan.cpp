@@ -156,7 +156,9 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   double best = cheapest(call, s, m, cfg, cands, &best_a, &best_c);
   // On the shape the tune file measured libhier's schedules on (hier_measured), the prediction
   // is that measurement; the IR's costs chose the candidate (and scale between the sizes).
-  if (measured_shape(s, m))
+  // hier-tune measured them with the chunks the model chooses (HIER_CHUNK=auto): a forced
+  // chunk size runs other schedules, predicted by the IR alone.
+  if (measured_shape(s, m) && cfg.chunk_bytes < 0)
     best = measured_cost(m.hier_measured[static_cast<size_t>(call.coll)], static_cast<double>(call.bytes), best,
                          [&](double b) {
                            Call at = call;

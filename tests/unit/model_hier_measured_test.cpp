@@ -1,7 +1,7 @@
 // hier_measured (hier-tune --hier): libhier's own schedules measured on the tune file's shape.
 // On that shape the planner's hierarchical prediction is the measurement (log-log between the
-// points, the IR's cost scaled to the nearest point outside them); on any other shape the IR's
-// cost alone; the loader reads and checks the points like flat_measured's.
+// points, the IR's cost scaled to the nearest point outside them); on any other shape, or with a
+// forced chunk size, the IR's cost alone; the loader reads and checks the points like flat_measured's.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -63,6 +63,14 @@ TEST(ModelHierMeasured, PredictionIsTheMeasurementOnItsShape) {
               std::min(model::hier_cost(call, other, m, Algorithm::RsArAg, 1),
                        model::hier_cost(call, other, m, Algorithm::TreeAllreduce, 1)),
               1e-6);
+  // A forced chunk size (HIER_CHUNK) runs other schedules than hier-tune measured: the IR.
+  config::Config chunked;
+  chunked.chunk_bytes = 2048;
+  const model::Plan pc = model::plan({Coll::Allreduce, 8192, 4}, s, m, chunked);
+  EXPECT_NEAR(pc.hier_ns, std::min(model::hier_cost(call, s, m, Algorithm::RsArAg, pc.chunks),
+                                   model::hier_cost(call, s, m, Algorithm::TreeAllreduce, pc.chunks)),
+              1e-6);
+  EXPECT_GT(pc.chunks, 1);
   const model::Plan bc = model::plan({Coll::Bcast, 8192, 1}, s, m, cfg);
   EXPECT_NEAR(bc.hier_ns, std::min(model::hier_cost({Coll::Bcast, 8192, 1}, s, m, Algorithm::ScatterAllgather, 1),
                                    model::hier_cost({Coll::Bcast, 8192, 1}, s, m, Algorithm::TwoStep, 1)),

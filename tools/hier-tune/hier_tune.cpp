@@ -32,7 +32,7 @@
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
 //  - hier_measured (when libhier is preloaded, unless --no-hier; --hier without it: an error):
 //    the same four collectives at the same sizes through libhier with HIER_ALGO=hier
-//    (HIER_QUANT=off): its hierarchical schedules as the planner picks them, which the planner's
+//    (HIER_QUANT=off, HIER_CHUNK=auto; HIER_LEVELS as the job sets it): its hierarchical schedules as the planner picks them, which the planner's
 //    hierarchical prediction is on this shape (docs/model.md, "Measured schedules").
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
 //    = a + b * bytes + c * blocks fitted by least squares for libhier's engine and the MPI's own
@@ -634,6 +634,7 @@ int main(int argc, char** argv) {
   if (hier && preloaded) {
     setenv("HIER_ALGO", "hier", 1);
     setenv("HIER_QUANT", "off", 1);
+    setenv("HIER_CHUNK", "auto", 1);  // the chunks the planner chooses (plan.cpp uses the points only then)
     setenv("HIER_DISABLE", "0", 1);
   }
   MPI_Init(&argc, &argv);
