@@ -5,6 +5,7 @@
 #include <string>
 
 namespace hier::fortran {
+#if defined(OMPI_MAJOR_VERSION)
 namespace {
 const void* lookup(const char* base) {
   // Open MPI's Fortran library defines the common block under one of several manglings.
@@ -14,6 +15,7 @@ const void* lookup(const char* base) {
   return nullptr;
 }
 }  // namespace
+#endif
 
 const Sentinels& sentinels() {
   static const Sentinels s = [] {

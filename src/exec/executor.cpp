@@ -155,7 +155,7 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   }
   int* cnt = counts.data();
   int* dsp = displs.data();
-  Scratch* tmp = b_.tmp ? &(*b_.tmp)[wave_slot(slot)] : nullptr;
+  Scratch* tmp = b_.tmp ? &(*b_.tmp)[slot] : nullptr;
   switch (s.kind) {
     case Kind::ReduceScatter: {
       if (use_direct_rs(s_.direct_rs_from, info, b_.tmp != nullptr, total))
@@ -271,7 +271,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
   if (!tmp) return true;
   const size_t n = s.steps.size();
   for (size_t i = 0; i < n;) {
-    // A step alone uses slot 0; the steps of a wave their index in the wave, past kCallerSlot.
+    // A step alone uses slot 0; the steps of a wave their index in the wave (Machine::issue).
     size_t j = i + 1;
     if (s.steps[i].wave >= 0)
       while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
@@ -290,7 +290,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
       } else if (st.kind == Kind::Allgatherv && use_padded_agv(s.padded_agv_from, sinfo, true, total)) {
         bytes = allgatherv_padded_bytes(counts, sinfo);
       }
-      if (bytes >= 0 && !(*tmp)[wave_slot(k - i)].get(static_cast<size_t>(bytes))) return false;
+      if (bytes >= 0 && !(*tmp)[k - i].get(static_cast<size_t>(bytes))) return false;
     }
     i = j;
   }

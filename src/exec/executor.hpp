@@ -46,16 +46,10 @@ struct Binding {
 bool use_direct_rs(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
 bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
 
-// The ScratchSet slot of step `k` of a wave (k = 0: also a step alone). Slot kCallerSlot is never
-// one of them: a caller may keep its own data there across a run, whatever the width of the
-// schedule's waves (pipelined quantized schedules). No caller does today (exec/coll_quant.cpp's
-// check copies, which did, now follow the records in the call's own scratch); kept as a rule.
-constexpr size_t kCallerSlot = 1;
-constexpr size_t wave_slot(size_t k) { return k < kCallerSlot ? k : k + 1; }
-
 // Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a
 // run never allocates once the ranks depend on each other. `info`: the element type (element
-// schedules), null for byte schedules. False when memory could not be had.
+// schedules), null for byte schedules. False when memory could not be had. Step k of a wave takes
+// slot k of `tmp` (a step alone: slot 0); every slot is the executor's (callers keep nothing there).
 bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* info, ScratchSet* tmp);
 
 // One rank's schedule as a state machine over groups of steps: a group is the consecutive steps

@@ -20,12 +20,6 @@ namespace {
 
 using hq::f16;
 
-std::vector<f16> dequantize16(const Bytes& q, int64_t n, int64_t b, int bits) {
-  std::vector<f16> y(n, f16(-1234));
-  hq::dequantize(q.data(), n, b, bits, y.data());
-  return y;
-}
-
 // The documented bound for f16 (quant/kernels.hpp): the float bound plus half an f16 ulp of the
 // dequantized value, |v| <= absmax (1 + 2^-20).
 double bound16(float s, double absmax, int bits) {
@@ -40,20 +34,9 @@ std::vector<float> as_float(const std::vector<f16>& x) {
   return f;
 }
 
-// f16 values of varying magnitude (2^-24 .. 2^15), differing every 37 values, some exact zeros.
-std::vector<f16> random16(int64_t n, std::mt19937_64& rng) {
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::uniform_int_distribution<int> e(-22, 14);
-  std::vector<f16> x(n);
-  double mag = 1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i % 37 == 0) mag = std::ldexp(1.0, e(rng));
-    const double v = g(rng) * mag;
-    x[i] = static_cast<f16>(std::fabs(v) > 65504 ? std::copysign(65504.0, v) : v);
-    if (i % 101 == 5) x[i] = f16(0);
-  }
-  return x;
-}
+// random_values in f16's range: scales 2^-22 .. 2^14 (from f16's subnormals to its largest
+// values), magnitudes clamped to 65504, some exact zeros.
+const Spread kF16Spread{.emin = -22, .emax = 14, .maxabs = 65504, .zeros = true};
 
 // Every value against the f16 bound; the records equal those of the values as float32; the f16
 // result is the float32 result rounded to 16 bits (the one rounding).
@@ -62,7 +45,7 @@ void check16(const std::vector<f16>& x, int64_t b, int bits) {
   const Bytes q = quantize(x, b, bits);
   const std::vector<float> xf = as_float(x);
   ASSERT_EQ(q, quantize(xf, b, bits)) << "f16 records differ from float32's, n=" << n << " b=" << b;
-  const std::vector<f16> y = dequantize16(q, n, b, bits);
+  const std::vector<f16> y = dequantize<f16>(q, n, b, bits);
   std::vector<float> yf(n);
   hq::dequantize(q.data(), n, b, bits, yf.data());
   for (int64_t k = 0; k < hq::num_blocks(n, b); ++k) {
@@ -81,8 +64,6 @@ void check16(const std::vector<f16>& x, int64_t b, int bits) {
     }
   }
 }
-
-const int64_t kCounts[] = {1, 2, 3, 7, 13, 63, 64, 65, 127, 129, 1001, 4099};
 
 }  // namespace
 
@@ -117,7 +98,8 @@ TEST(QuantF16, RandomBoundAndSameRecordsAsFloat) {
   std::mt19937_64 rng(16);
   for (int bits : {8, 4})
     for (int64_t b : {8, 64, 512})
-      for (int64_t n : kCounts) check16(random16(n, rng), b, bits);  // odd counts for int4 included
+      for (int64_t n : counts_for(b))  // odd counts for int4 included
+        check16(random_values<f16>(n, rng, kF16Spread), b, bits);
 }
 
 TEST(QuantF16, Zeros) {
@@ -125,7 +107,7 @@ TEST(QuantF16, Zeros) {
     const std::vector<f16> x(101, f16(0));
     const Bytes q = quantize(x, 32, bits);
     for (int64_t k = 0; k < hq::num_blocks(101, 32); ++k) EXPECT_EQ(scale_of(q, k, 32, bits), 0.0f);
-    for (f16 v : dequantize16(q, 101, 32, bits)) EXPECT_EQ(d(v), 0.0);
+    for (f16 v : dequantize<f16>(q, 101, 32, bits)) EXPECT_EQ(d(v), 0.0);
     std::vector<f16> sum(101, f16(7));
     hq::dequantize_sum(q.data(), 0, 3, 101, 32, bits, sum.data());
     for (f16 v : sum) EXPECT_EQ(d(v), 0.0);
@@ -153,7 +135,7 @@ TEST(QuantF16, Huge) {
     check16(x, 8, bits);
     check16(std::vector<f16>(17, f16(-65504)), 8, bits);  // a block of one value
     const Bytes q = quantize(std::vector<f16>(8, f16(65504)), 8, bits);
-    for (f16 v : dequantize16(q, 8, 8, bits)) EXPECT_LE(std::fabs(d(v) - 65504.0), bound16(scale_of(q, 0, 8, bits), 65504, bits));
+    for (f16 v : dequantize<f16>(q, 8, 8, bits)) EXPECT_LE(std::fabs(d(v) - 65504.0), bound16(scale_of(q, 0, 8, bits), 65504, bits));
   }
 }
 
@@ -174,7 +156,7 @@ TEST(QuantF16, NonFinite) {
       uint32_t sb;
       std::memcpy(&sb, q.data() + hq::record_offset(1, 8, bits), 4);
       EXPECT_EQ(sb, 0x7fc00000u);
-      const std::vector<f16> y = dequantize16(q, 41, 8, bits);
+      const std::vector<f16> y = dequantize<f16>(q, 41, 8, bits);
       std::vector<f16> sum(41);
       hq::dequantize_sum(q.data(), 0, 2, 41, 8, bits, sum.data());
       for (int i = 0; i < 41; ++i) {
@@ -198,7 +180,7 @@ TEST(QuantF16, DequantizeSumInFloatRoundedOnce) {
         Bytes all(static_cast<size_t>(P * rb));
         std::vector<float> acc(n, 0.0f);
         for (int p = 0; p < P; ++p) {
-          x[p] = random16(n, rng);
+          x[p] = random_values<f16>(n, rng, kF16Spread);
           for (f16& v : x[p]) v = static_cast<f16>(d(v) / P);  // sums stay finite
           const Bytes q = quantize(x[p], b, bits);
           std::memcpy(all.data() + p * rb, q.data(), q.size());

@@ -19,16 +19,7 @@
 #include "quant/quant.hpp"
 #include "quant_testing.hpp"
 
-namespace hq = hier::quant;
-
 namespace {
-
-template <class T>
-std::vector<T> dequantize(const Bytes& q, int64_t n, int64_t b, int bits) {
-  std::vector<T> y(n, T(-12345));
-  hq::dequantize(q.data(), n, b, bits, y.data());
-  return y;
-}
 
 // The documented per-value bound: |x - deq| <= s * (1/2 + Q * 2^-21).
 double bound(float s, int bits) { return double(s) * (0.5 + hq::qmax(bits) * std::ldexp(1.0, -21)); }
@@ -66,25 +57,7 @@ void check_roundtrip(const std::vector<T>& x, int64_t b, int bits) {
   }
 }
 
-// Values of widely varying magnitude, differing per block, some blocks all zero.
-template <class T>
-std::vector<T> random_values(int64_t n, std::mt19937_64& rng) {
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::uniform_int_distribution<int> e(-30, 30);
-  std::vector<T> x(n);
-  double mag = 1;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i % 37 == 0) mag = std::ldexp(1.0, e(rng));
-    x[i] = static_cast<T>(g(rng) * mag);
-  }
-  return x;
-}
-
 const int64_t kBlocks[] = {8, 32, 64, 512, 4096};
-
-std::vector<int64_t> counts_for(int64_t b) {
-  return {0, 1, 2, 3, 7, 13, 31, 97, b - 1, b, b + 1, 2 * b - 1, 2 * b + 1, 3 * b, 10007};
-}
 
 }  // namespace
 

@@ -1,11 +1,15 @@
 // Shared by the kernel tests (quant_test.cpp, quant_f16_test.cpp): quantize into a guarded
 // buffer (nothing written past its end; the count of blocks that could not be quantized checked
-// or returned) and read a block's scale.
+// or returned), dequantize, read a block's scale, random values of varying magnitude, and the
+// value counts to try at a block size.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include "quant/format.hpp"
@@ -28,10 +32,48 @@ Bytes quantize(const std::vector<T>& x, int64_t b, int bits, int64_t* bad = null
   return q;
 }
 
-float scale_of(const Bytes& q, int64_t k, int64_t b, int bits) {
+// The dequantized values; every one is written (the sentinel would fail any bound).
+template <class T>
+std::vector<T> dequantize(const Bytes& q, int64_t n, int64_t b, int bits) {
+  std::vector<T> y(n, T(-12345));
+  hq::dequantize(q.data(), n, b, bits, y.data());
+  return y;
+}
+
+inline float scale_of(const Bytes& q, int64_t k, int64_t b, int bits) {
   float s;
   std::memcpy(&s, q.data() + hq::record_offset(k, b, bits), 4);
   return s;
+}
+
+// What random_values draws: normal(0, 1) values times 2^e, e uniform in [emin, emax] and redrawn
+// every 37 values (so the blocks differ in magnitude), magnitudes past `maxabs` clamped to it,
+// and with `zeros` every 101st value (from the 6th) an exact zero.
+struct Spread {
+  int emin = -30, emax = 30;
+  double maxabs = std::numeric_limits<double>::infinity();
+  bool zeros = false;
+};
+
+template <class T>
+std::vector<T> random_values(int64_t n, std::mt19937_64& rng, const Spread& sp = {}) {
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::uniform_int_distribution<int> e(sp.emin, sp.emax);
+  std::vector<T> x(n);
+  double mag = 1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 37 == 0) mag = std::ldexp(1.0, e(rng));
+    const double v = g(rng) * mag;
+    x[i] = static_cast<T>(std::fabs(v) > sp.maxabs ? std::copysign(sp.maxabs, v) : v);
+    if (sp.zeros && i % 101 == 5) x[i] = T(0);
+  }
+  return x;
+}
+
+// Counts to try at block size b: none, a few (odd ones for int4's padding), one short of, at and
+// one past one, two and three blocks, and many blocks.
+inline std::vector<int64_t> counts_for(int64_t b) {
+  return {0, 1, 2, 3, 7, 13, 31, 97, b - 1, b, b + 1, 2 * b - 1, 2 * b + 1, 3 * b, 10007};
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <iterator>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "model/cost.hpp"
 #include "model/cost_quant.hpp"
@@ -25,12 +27,21 @@ using config::Coll;
 using sched::Algorithm;
 constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
 
+// A level without a ladder or measured steps: latency + bytes x per-flow ns per byte.
+model::LevelParams line_level(double latency_ns, double ns_per_byte, std::vector<model::FlowPoint> concurrent = {}) {
+  model::LevelParams p;
+  p.latency_ns = latency_ns;
+  p.ns_per_byte = ns_per_byte;
+  p.concurrent = std::move(concurrent);
+  return p;
+}
+
 // Round numbers: inside a node 1 µs + 1 ns/B whatever the flows; across nodes 10 µs + 10 ns/B
 // for one flow, 20 ns/B each for two at once; reductions 0.5 ns/B; nothing else costs.
 model::Model simple() {
   model::Model m;
-  m.intra = {1000, 1.0, {}};
-  m.inter = {10000, 10.0, {{1, 10.0}, {2, 20.0}}};
+  m.intra = line_level(1000, 1.0);
+  m.inter = line_level(10000, 10.0, {{1, 10.0}, {2, 20.0}});
   m.reduce_ns_per_byte = 0.5;
   m.copy_ns_per_byte = 0;
   m.step_overhead_ns = 0;
@@ -41,12 +52,12 @@ model::Model simple() {
 }
 
 TEST(Model, FlowsInterpolateAndSaturate) {
-  model::LevelParams p{0, 8.0, {{1, 8.0}, {4, 32.0}}};
+  const model::LevelParams p = line_level(0, 8.0, {{1, 8.0}, {4, 32.0}});
   EXPECT_DOUBLE_EQ(p.per_flow_ns_per_byte(1), 8.0);
   EXPECT_DOUBLE_EQ(p.per_flow_ns_per_byte(2), 16.0);
   EXPECT_DOUBLE_EQ(p.per_flow_ns_per_byte(4), 32.0);
   EXPECT_DOUBLE_EQ(p.per_flow_ns_per_byte(8), 64.0);  // above the last point: the link shared
-  model::LevelParams alone{0, 3.0, {}};
+  const model::LevelParams alone = line_level(0, 3.0);
   EXPECT_DOUBLE_EQ(alone.per_flow_ns_per_byte(16), 3.0);
 }
 
@@ -57,7 +68,7 @@ TEST(Model, FlowsInterpolateAndSaturate) {
 //   131072 B: the last segment's slope, 5000 + 4000 x 65536 / 61440 = 9266.67
 //   65536 B with 2 flows: 5000 + (17000 - 5000) x 1/3 = 9000; 8 flows: 17000 x 8/4 = 34000
 TEST(Model, LadderInterpolatesByHand) {
-  model::LevelParams p{50000, 100.0, {}};
+  model::LevelParams p = line_level(50000, 100.0);
   p.ladder = {{4096, 1000, 3000}, {65536, 5000, 17000}};
   p.ladder_flows = 4;
   EXPECT_DOUBLE_EQ(p.message_ns(2048, 1), 1000);
@@ -69,7 +80,7 @@ TEST(Model, LadderInterpolatesByHand) {
   EXPECT_DOUBLE_EQ(p.message_ns(65536, 8), 34000);
   EXPECT_DOUBLE_EQ(p.message_ns(34816, 4), 10000);  // ns_all halfway: 3000 + 14000 / 2
   // Without a ladder: the latency + bandwidth line of the older files.
-  model::LevelParams line{50000, 2.0, {{1, 2.0}, {4, 8.0}}};
+  const model::LevelParams line = line_level(50000, 2.0, {{1, 2.0}, {4, 8.0}});
   EXPECT_DOUBLE_EQ(line.message_ns(1000, 1), 52000);
   EXPECT_DOUBLE_EQ(line.message_ns(1000, 4), 58000);
   // A level step is costed by the ladder: a ring allgather of 4 members in the node, 4096 B
