@@ -32,8 +32,9 @@
 //    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
 //  - hier_measured (when libhier is preloaded, unless --no-hier; --hier without it: an error):
 //    the same four collectives at the same sizes through libhier with HIER_ALGO=hier
-//    (HIER_QUANT=off, HIER_CHUNK=auto; HIER_LEVELS as the job sets it): its hierarchical schedules as the planner picks them, which the planner's
-//    hierarchical prediction is on this shape (docs/model.md, "Measured schedules").
+//    (HIER_QUANT=off, HIER_CHUNK=auto; HIER_LEVELS as the job sets it): its hierarchical
+//    schedules as the planner picks them, which are the planner's hierarchical prediction on
+//    this shape (docs/model.md, "Measured schedules").
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
 //    = a + b * bytes + c * blocks fitted by least squares for libhier's engine and the MPI's own
 //    PMPI_Pack/PMPI_Unpack over vectors of 4 B .. 4 KiB blocks, and one message end to end
