@@ -11,6 +11,7 @@
 #include "model/load.hpp"
 #include "model/plan.hpp"
 #include "model/shapes.hpp"
+#include "model_testing.hpp"
 
 namespace {
 
@@ -18,19 +19,13 @@ using namespace hier;
 using config::Coll;
 using sched::Algorithm;
 
-// Round numbers (as model_test.cpp's simple()), on the 2 x 2 shape of the points below.
+// model_testing's round numbers, with the planner's default margin, on the 2 x 2 shape of the
+// points below.
 model::Model simple() {
-  model::Model m;
-  m.intra = {1000, 1.0, {}, {}, 1, 0, {}};
-  m.inter = {10000, 10.0, {{1, 10.0}, {2, 20.0}}, {}, 1, 0, {}};
-  m.reduce_ns_per_byte = 0.5;
-  m.copy_ns_per_byte = 0;
-  m.step_overhead_ns = 0;
-  m.overlap = 1.0;
+  model::Model m = model_testing::simple();
   m.margin = 0.05;
   m.nodes = 2;
   m.ranks_per_node = 2;
-  m.flat_algorithms[static_cast<size_t>(Coll::Allreduce)] = {{std::numeric_limits<int64_t>::max(), model::Algo::Ring}};
   return m;
 }
 

@@ -17,6 +17,7 @@
 #include "model/load.hpp"
 #include "model/plan.hpp"
 #include "model/shapes.hpp"
+#include "model_testing.hpp"
 #include "sched/build.hpp"
 #include "sched/pipeline.hpp"
 
@@ -27,29 +28,8 @@ using config::Coll;
 using sched::Algorithm;
 constexpr int64_t KiB = 1024, MiB = 1024 * KiB;
 
-// A level without a ladder or measured steps: latency + bytes x per-flow ns per byte.
-model::LevelParams line_level(double latency_ns, double ns_per_byte, std::vector<model::FlowPoint> concurrent = {}) {
-  model::LevelParams p;
-  p.latency_ns = latency_ns;
-  p.ns_per_byte = ns_per_byte;
-  p.concurrent = std::move(concurrent);
-  return p;
-}
-
-// Round numbers: inside a node 1 µs + 1 ns/B whatever the flows; across nodes 10 µs + 10 ns/B
-// for one flow, 20 ns/B each for two at once; reductions 0.5 ns/B; nothing else costs.
-model::Model simple() {
-  model::Model m;
-  m.intra = line_level(1000, 1.0);
-  m.inter = line_level(10000, 10.0, {{1, 10.0}, {2, 20.0}});
-  m.reduce_ns_per_byte = 0.5;
-  m.copy_ns_per_byte = 0;
-  m.step_overhead_ns = 0;
-  m.overlap = 1.0;
-  m.margin = 0;
-  m.flat_algorithms[static_cast<size_t>(Coll::Allreduce)] = {{std::numeric_limits<int64_t>::max(), model::Algo::Ring}};
-  return m;
-}
+using model_testing::line_level;
+using model_testing::simple;
 
 TEST(Model, FlowsInterpolateAndSaturate) {
   const model::LevelParams p = line_level(0, 8.0, {{1, 8.0}, {4, 32.0}});
