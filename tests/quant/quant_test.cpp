@@ -201,15 +201,7 @@ TEST(Quant, NonFinite) {
                             -std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::quiet_NaN()};
   for (int bits : {8, 4})
     for (float sp : specials) {
-      std::vector<float> x(40);
-      for (int i = 0; i < 40; ++i) x[i] = 0.25f * (i - 20);
-      x[11] = sp;  // block 1 of 8-value blocks
-      int64_t bad = -1;
-      const Bytes q = quantize(x, 8, bits, &bad);
-      EXPECT_EQ(bad, 1);
-      uint32_t sb;
-      std::memcpy(&sb, q.data() + hq::record_offset(1, 8, bits), 4);
-      EXPECT_EQ(sb, 0x7fc00000u);
+      const Bytes q = quantize_with_special<float>(40, sp, bits);  // block 1 of 8-value blocks
       for (int64_t i = 0; i < hq::payload_bytes(8, bits); ++i) EXPECT_EQ(q[hq::record_offset(1, 8, bits) + 4 + i], 0);
       const std::vector<float> y = dequantize<float>(q, 40, 8, bits);
       std::vector<float> acc(40, 1.0f);

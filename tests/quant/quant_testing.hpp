@@ -55,6 +55,23 @@ struct Spread {
   bool zeros = false;
 };
 
+// A vector of `n` values 0.25 x (i - 20) whose value 11 (block 1 of 8-value blocks) is `special`
+// (NaN or an infinity), quantized in 8-value blocks: the kernel must report block 1 and write
+// its record's scale as the canonical NaN (0x7fc00000). Returns the records.
+template <class T>
+Bytes quantize_with_special(int64_t n, T special, int bits) {
+  std::vector<T> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<T>(0.25f * static_cast<float>(i - 20));
+  x[11] = special;
+  int64_t bad = -1;
+  Bytes q = quantize(x, 8, bits, &bad);
+  EXPECT_EQ(bad, 1);
+  uint32_t sb;
+  std::memcpy(&sb, q.data() + hq::record_offset(1, 8, bits), 4);
+  EXPECT_EQ(sb, 0x7fc00000u);
+  return q;
+}
+
 template <class T>
 std::vector<T> random_values(int64_t n, std::mt19937_64& rng, const Spread& sp = {}) {
   std::normal_distribution<double> g(0.0, 1.0);
