@@ -1,5 +1,7 @@
 #include "device/stage.hpp"
 
+#include "device/runtime_copy.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <new>
@@ -57,11 +59,15 @@ HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) 
     return;
   }
   host_ = mem_.get() - tlb;  // element 0's address: its first touched byte is mem_[0]
-  rc_ = copy(dev, host_, n, t, extent_of(t));
+  span_ = static_cast<size_t>(span);
+  lb_ = tlb;
+  by_runtime_ = runtime_copy(mem_.get(), static_cast<const char*>(dev) + tlb, span_);
+  if (!by_runtime_) rc_ = copy(dev, host_, n, t, extent_of(t));
 }
 
 int HostStage::copy_back(void* dev) const {
   if (n_ <= 0 || rc_ != MPI_SUCCESS) return rc_;
+  if (by_runtime_) return runtime_copy(static_cast<char*>(dev) + lb_, mem_.get(), span_) ? MPI_SUCCESS : MPI_ERR_OTHER;
   return copy(host_, dev, n_, t_, extent_of(t_));
 }
 
