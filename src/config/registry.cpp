@@ -200,7 +200,7 @@ const VarSpec kVars[] = {
    "Hierarchy levels: auto-detected, or listed innermost first; name:N groups N consecutive ranks (node:N fakes nodes).",
    apply_levels, true},
   {"HIER_GPU_AWARE", "auto", "auto, 0 or 1",
-   "Whether the MPI accepts GPU device pointers (auto: asked through MPIX_Query_cuda_support / MPIX_Query_rocm_support; absent = no). If not, libhier copies device buffers of the collectives it rewrites and of blocking point-to-point calls to host memory through the GPU runtime, so they work on an MPI that is not GPU-aware (docs/device-buffers.md). Must be the same on every rank.",
+   "Whether the MPI accepts GPU device pointers (auto: asked through MPIX_GPU_query_support / MPIX_Query_cuda_support / MPIX_Query_rocm_support; none of them = no). If not, libhier copies device buffers of collectives, point-to-point calls and MPI_Pack/MPI_Unpack to host memory through the GPU runtime, so they work on an MPI that is not GPU-aware (docs/device-buffers.md). Must be the same on every rank.",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
      if (s == "auto" || s.empty()) { c.gpu_aware = -1; return std::string(); }

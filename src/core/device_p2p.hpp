@@ -1,8 +1,9 @@
 // Point-to-point calls and MPI_Pack / MPI_Unpack with device buffers, on an MPI that is not
-// GPU-aware (device/runtime_copy.hpp): the call runs on host copies that the GPU runtime makes,
-// written back when it returns. Only blocking forms (and MPI_Pack / MPI_Unpack, which are
-// local): a nonblocking call's copies would have to outlive it (not done; such calls go to the
-// MPI as without libhier). A purely local choice: the peer sees the same bytes either way.
+// GPU-aware (device/runtime_copy.hpp): the call runs on host copies that the GPU runtime makes.
+// Blocking calls (and MPI_Pack / MPI_Unpack, which are local) write them back when they return;
+// MPI_Isend / MPI_Irecv keep theirs with the request, as the datatype engine's packed requests
+// do (dtype/requests.hpp), until the request completes. A purely local choice: the peer sees
+// the same bytes either way.
 #pragma once
 
 #include <mpi.h>
@@ -13,6 +14,8 @@
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
+#include "dtype/requests.hpp"
+#include "dtype/staging.hpp"
 
 namespace hier::core::device_p2p {
 
@@ -53,6 +56,31 @@ std::optional<Outcome> run(const char* what, Side& in, Side* out, Call call) {
   Outcome o = call();
   if (out && o.rc == MPI_SUCCESS) o.rc = out->copy_back();
   return o;
+}
+
+// MPI_Isend / MPI_Irecv of a device buffer: the span of its n elements of t copied into a
+// staging buffer (a receive too: the bytes that do not arrive go back as they were), the MPI's
+// call on it, and the request owned until completion. nullopt: nothing to stage.
+template <class Start>
+std::optional<Outcome> start_staged(const void* buf, int n, MPI_Datatype t, MPI_Request* req, bool recv,
+                                    const char* what, Start start) {
+  if (!must_stage(buf)) return std::nullopt;
+  MPI_Aint lb = 0;
+  const int64_t span = device::span_bytes(t, n, &lb);
+  if (span < 0) return Outcome{MPI_ERR_TYPE, diag::AlgoTag::Flat};
+  dtype::Staging s = dtype::stage_acquire(static_cast<size_t>(span > 0 ? span : 1));
+  if (!s.p) return Outcome{MPI_ERR_NO_MEM, diag::AlgoTag::Flat};
+  char* dev_first = static_cast<char*>(const_cast<void*>(buf)) + lb;
+  if (!device::runtime_copy(s.p, dev_first, static_cast<size_t>(span))) {
+    dtype::stage_release(s);
+    return Outcome{MPI_ERR_OTHER, diag::AlgoTag::Flat};
+  }
+  device::note_untouched(device::MemKind::Device, what);
+  const int rc = start(s.p - lb);  // element 0 of the host copy
+  if (rc != MPI_SUCCESS) dtype::stage_release(s);
+  else if (recv) dtype::own_device_recv(*req, s, dev_first, static_cast<size_t>(span));
+  else dtype::own_send(*req, s);
+  return Outcome{rc, diag::AlgoTag::Flat};
 }
 
 }  // namespace hier::core::device_p2p

@@ -151,12 +151,22 @@ inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Sendrecv>, const void
     return dispatch_p2p<Fn::Sendrecv>(fwd, hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st);
   });
 }
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Isend>, const void* b, int n, MPI_Datatype t, int d, int tag,
+                                      MPI_Comm c, MPI_Request* r) {
+  return device_p2p::start_staged(b, n, t, r, false, "staged_isend",
+                                  [&](void* h) { return PMPI_Isend(h, n, t, d, tag, c, r); });
+}
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Irecv>, void* b, int n, MPI_Datatype t, int s, int tag,
+                                      MPI_Comm c, MPI_Request* r) {
+  return device_p2p::start_staged(b, n, t, r, true, "staged_irecv",
+                                  [&](void* h) { return PMPI_Irecv(h, n, t, s, tag, c, r); });
+}
 }  // namespace p2p_detail
 
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
-  if constexpr (F == Fn::Send || F == Fn::Recv || F == Fn::Sendrecv) {
+  if constexpr (F == Fn::Send || F == Fn::Recv || F == Fn::Sendrecv || F == Fn::Isend || F == Fn::Irecv) {
     if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
   }
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too

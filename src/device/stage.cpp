@@ -48,11 +48,22 @@ MPI_Aint extent_of(MPI_Datatype t) {
 
 }  // namespace
 
+int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb) {
+  MPI_Aint text = 0;
+  *lb = 0;
+  if (n <= 0) return 0;
+  if (PMPI_Type_get_true_extent(t, lb, &text) != MPI_SUCCESS) return -1;
+  return (n - 1) * extent_of(t) + text;
+}
+
 HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) {
   if (n <= 0) return;
-  MPI_Aint tlb = 0, text = 0;
-  if ((rc_ = PMPI_Type_get_true_extent(t, &tlb, &text)) != MPI_SUCCESS) return;
-  const MPI_Aint span = (n - 1) * extent_of(t) + text;
+  MPI_Aint tlb = 0;
+  const int64_t span = span_bytes(t, n, &tlb);
+  if (span < 0) {
+    rc_ = MPI_ERR_TYPE;
+    return;
+  }
   mem_.reset(new (std::nothrow) char[static_cast<size_t>(span)]);
   if (!mem_) {
     rc_ = MPI_ERR_NO_MEM;

@@ -14,6 +14,10 @@
 
 namespace hier::device {
 
+// The bytes n elements of t span, from the first to the last touched byte; *lb: the first
+// touched byte relative to element 0. -1: the MPI rejected the type.
+int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb);
+
 class HostStage {
  public:
   // Copies n elements of `t` at `dev` into new host memory; host() is the address of element 0.

@@ -15,13 +15,14 @@ colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scat
          "alltoall"]
 # Preloaded (GPU-aware MPI): collectives pass through (one count per call family); late: they
 # are staged; unaware (an MPI that is not GPU-aware): collectives, blocking p2p and MPI_Pack /
-# MPI_Unpack are staged (nonblocking p2p is skipped there).
-staged_p2p = ["staged_send", "staged_recv", "staged_sendrecv", "staged_pack", "staged_unpack"]
+# MPI_Unpack are staged, MPI_Isend / MPI_Irecv too.
+staged_p2p = ["staged_send", "staged_recv", "staged_sendrecv", "staged_pack", "staged_unpack", "staged_isend",
+              "staged_irecv"]
 want = {"preloaded": p2p + colls, "late": p2p + ["staged"]}.get(mode, staged_p2p + ["staged"])
 missing = [k for k in want if by_call.get(k, 0) < 1]
 if dev["runtime"] != "cuda" or missing:
     sys.exit(f"{path}: runtime {dev['runtime']}, missing counts for {missing}: {json.dumps(dev)}")
-if mode.startswith("unaware") and any(k in by_call for k in colls + ["send", "recv", "sendrecv", "pack", "unpack"]):
+if mode.startswith("unaware") and any(k in by_call for k in colls + p2p):
     sys.exit(f"{path}: device buffers handed to an MPI that is not GPU-aware: {json.dumps(dev)}")
 if mode != "preloaded" and by_call["staged"] < len(colls):
     sys.exit(f"{path}: only {by_call['staged']} staged collectives: {json.dumps(dev)}")

@@ -224,8 +224,6 @@ TEST_F(DeviceP2p, SendRecv) {
 
 TEST_F(DeviceP2p, IsendIrecv) {
   if (!paired()) GTEST_SKIP();
-  // Not staged: the host copies would have to outlive the call (docs/device-buffers.md).
-  if (!mpi_gpu_aware()) GTEST_SKIP() << "nonblocking p2p with device buffers needs a GPU-aware MPI";
   int* s = dev(kInts, data(kInts, rank_()));
   int* r = dev(kInts);
   MPI_Request q[2];
