@@ -43,7 +43,7 @@ constexpr Fn blocking_of() {
 
 // req: null for a blocking call; the nonblocking call's handle otherwise.
 template <Fn B, class... Args>
-std::optional<int> hierarchical(MPI_Request* req, Args... a) {
+std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
   if constexpr (false) {
   }
 #define HIER_COLL(name, key, blocking, nonblocking, persistent) \
@@ -67,7 +67,7 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     return passthrough(fwd);
   }
   if (kind == device::MemKind::Host) {
-    if (auto rc = hierarchical<B>(req, a...)) return {*rc, exec::take_algo_tag()};  // Hier, or HierInt8/4 (quantized)
+    if (auto ran = hierarchical<B>(req, a...)) return {ran->rc, ran->algo};  // Hier, or HierInt8/4 (quantized)
     return passthrough(fwd);
   }
   // The runtime came after the agreement: the other ranks may run the schedule, so this one
@@ -76,20 +76,20 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   if (exec::persistent_init_scope()) return {MPI_ERR_BUFFER, diag::AlgoTag::Flat};
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
-  auto rc = hierarchical<B>(req, a...);
-  if (!rc) return passthrough(fwd);  // fwd holds the user's own pointers
+  auto ran = hierarchical<B>(req, a...);
+  if (!ran) return passthrough(fwd);  // fwd holds the user's own pointers
   // A nonblocking call runs to its end here: the staged copies must be copied back now.
-  if (req && *rc == MPI_SUCCESS) exec::finish_now(*req);
+  if (req && ran->rc == MPI_SUCCESS) exec::finish_now(*req);
   device::note_untouched(kind, "staged");
   const int back = staged.finish();
-  return {*rc != MPI_SUCCESS ? *rc : back, exec::take_algo_tag()};
+  return {ran->rc != MPI_SUCCESS ? ran->rc : back, ran->algo};
 }
 
 // The request form of blocking collective B: MPI_Ibarrier / MPI_Barrier_init have no buffers.
 template <Fn B, class Fwd, class... Args>
 Outcome request_form(Fwd& fwd, MPI_Request* req, Args... a) {
   if constexpr (B == Fn::Barrier) {
-    if (auto rc = hierarchical<B>(req, a...)) return {*rc, diag::AlgoTag::Hier};
+    if (auto ran = hierarchical<B>(req, a...)) return {ran->rc, ran->algo};
     return passthrough(fwd);
   } else {
     return with_buffers<B>(fwd, req, a...);
@@ -138,7 +138,7 @@ inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
                   (F == B || (B != Fn::Reduce_scatter && B != Fn::Allgatherv))) {
       if ((coll_detail::fits(args) && ...)) {
         if constexpr (B == Fn::Barrier) {
-          if (auto rc = coll_detail::hierarchical<B>(nullptr, coll_detail::narrow(args)...)) return {*rc, diag::AlgoTag::Hier};
+          if (auto ran = coll_detail::hierarchical<B>(nullptr, coll_detail::narrow(args)...)) return {ran->rc, ran->algo};
         } else {
           return coll_detail::with_buffers<B>(fwd, nullptr, coll_detail::narrow(args)...);
         }
