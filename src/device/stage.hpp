@@ -1,8 +1,10 @@
 // Host copies of device buffers made by the MPI itself, never by libhier's CPU code: the rare
 // path of a rank that must take part in a host schedule its communicator already agreed on
 // (exec::Context::gpu_anywhere) although it now holds device memory (a GPU runtime loaded late).
-// The copies are PMPI_Sendrecv to self on a private duplicate of MPI_COMM_SELF: a GPU-aware MPI
-// moves device data that way, and the layout of a derived type is kept (holes untouched).
+// The copies are the MPI's own PMPI_Pack into a host buffer and PMPI_Unpack out of it: a
+// GPU-aware MPI reads and writes device memory that way, no message is sent (so no
+// self-communicator traffic that two threads could cross), and the layout of a derived type is
+// kept (holes untouched).
 #pragma once
 
 #include <mpi.h>
