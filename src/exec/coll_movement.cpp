@@ -98,8 +98,13 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   // planner's cost of the quantized allgather needs. Never the receive type's own size: ranks may
   // pass the same signature as MPI_FLOAT x 2n or as a type of 2 floats x n, and must plan alike.
   int64_t elem_size = 1;
-  if (coll == Coll::Allgather) elem_size = quant_elem_size(dtype::signature_elem(recvtype));
-  auto p = prepare(coll, total, comm, elem_size, req != nullptr);
+  bool quantizable = false;
+  if (coll == Coll::Allgather) {
+    const MPI_Datatype elem = dtype::signature_elem(recvtype);
+    elem_size = quant_elem_size(elem);
+    quantizable = quant_elem(elem);
+  }
+  auto p = prepare(coll, total, comm, elem_size, req != nullptr, quantizable);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized,
   // blocking, nonblocking or persistent (a request on the same schedule).

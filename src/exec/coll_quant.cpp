@@ -72,6 +72,14 @@ bool reduction_type(MPI_Datatype type) {
 // The element type's name in the trace.
 const char* elem_name(MPI_Datatype t) { return t == MPI_FLOAT ? "float" : t == MPI_DOUBLE ? "double" : "float16"; }
 
+// The bits the plan chose (plan.quant_bits, 0: exact): the planner saw the op and the values
+// (model::Call::quantizable), the configuration, the shape and the floor. The level
+// communicators are a guard, not a second decision: a cartesian 2-level shape has them.
+int planned_bits(const model::Plan& plan, const topo::Levels& lv) {
+  if (lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL) return 0;
+  return plan.quant_bits;
+}
+
 // The form of the call, for TRACE.
 const char* form(const MPI_Request* req) {
   return !req ? "" : persistent_init_scope() ? " (persistent)" : " (nonblocking)";
@@ -92,23 +100,13 @@ bool quant_elem(MPI_Datatype t) { return t == MPI_FLOAT || t == MPI_DOUBLE || qu
 
 int64_t quant_elem_size(MPI_Datatype t) { return t == MPI_FLOAT ? 4 : t == MPI_DOUBLE ? 8 : quant_f16(t) ? 2 : 1; }
 
-int quant_bits(Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const model::Plan& plan,
-               const topo::Levels& lv) {
-  if (!plan.quant_bits || config::get().quant_for(coll) == config::Quant::Off) return 0;
-  if (coll != Coll::Allgather && op != MPI_SUM) return 0;
-  if (!quant_elem(elem)) return 0;
-  if (values < kb() * lv.size) return 0;  // the floor: one block per rank
-  if (!lv.shape.cartesian || lv.shape.nlevels() != 2 || lv.node == MPI_COMM_NULL || lv.cross == MPI_COMM_NULL)
-    return 0;
-  return plan.quant_bits;
-}
+bool quantizable_reduction(MPI_Datatype type, MPI_Op op) { return op == MPI_SUM && reduction_type(type); }
 
 std::optional<Ran> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                                    MPI_Op op, const TypeInfo& t, MPI_Request* req) {
   if (count <= 0) return std::nullopt;
   const topo::Levels& lv = *p.ctx->levels;
-  if (!reduction_type(type)) return std::nullopt;
-  const int bits = quant_bits(Coll::Allreduce, type, op, count, p.plan, lv);
+  const int bits = planned_bits(p.plan, lv);
   if (!bits) return std::nullopt;
   // Byte counts of the level collectives are ints: the whole records of the call must fit.
   if (qbytes(count, bits) > INT_MAX / 2) return std::nullopt;
@@ -146,11 +144,10 @@ std::optional<Ran> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
                                         MPI_Request* req) {
   const topo::Levels& lv = *p.ctx->levels;
   if (static_cast<int>(counts.size()) != lv.size) return std::nullopt;
-  if (!reduction_type(t.type)) return std::nullopt;
   const MPI_Datatype elem = t.type;
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (total <= 0) return std::nullopt;
-  const int bits = quant_bits(coll, elem, op, total, p.plan, lv);
+  const int bits = planned_bits(p.plan, lv);
   if (!bits) return std::nullopt;
   // Every byte count of the level collectives is an int.
   int64_t rec_total = 0;
@@ -202,7 +199,7 @@ std::optional<Ran> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   const TypeInfo et = type_info(elem);
   const int64_t c = int64_t{recvcount} * rt.size / et.size;
   if (c > INT_MAX) return std::nullopt;
-  const int bits = quant_bits(Coll::Allgather, elem, MPI_SUM, c * lv.size, p.plan, lv);
+  const int bits = planned_bits(p.plan, lv);
   if (!bits) return std::nullopt;
   if (int64_t{lv.size} * qbytes(c, bits) > INT_MAX / 2) return std::nullopt;
   const bool in_place = sendbuf == MPI_IN_PLACE;

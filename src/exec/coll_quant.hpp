@@ -20,17 +20,14 @@
 
 namespace hier::exec {
 
-// The decision, in one place: the bits (8 or 4) to quantize a call of `coll` with, or 0 to stay
-// exact. The planner weighs the quantized schedule against its best exact plan and keeps a floor
-// (model/cost_quant.hpp: plan.quant_bits); this adds what the plan cannot see: the element type
-// of the call's type signature (`elem`, dtype/signature.hpp: MPI_FLOAT, MPI_DOUBLE or
-// MPIX_C_FLOAT16, whatever the handle or layout a rank passes), the op (MPI_SUM; any for allgather) and the level
-// communicators. Uses only what every rank shares: the configuration, the type signature and
-// the other arguments MPI requires to be equal, the shape, the plan made from them.
-// `values`: the call's whole buffer in values of `elem`; the floor is checked again here in
-// values (the plan's floor is in bytes of its elem_size).
-int quant_bits(config::Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const model::Plan& plan,
-               const topo::Levels& lv);
+// What the planner is told about a call (model::Call::quantizable), so that its decision,
+// plan.quant_bits, is the one decision (model/cost_quant.hpp weighs the quantized schedule
+// against its best exact plan, with the configuration, the shape and the floor): whether the op
+// and the values allow a quantized schedule. From what every rank shares only: a reduction's op
+// and datatype (MPI_SUM on a reduction type: reduction_type in coll_quant.cpp), an allgather's
+// element type of its type signature (quant_elem of dtype::signature_elem, whatever the handle
+// or layout a rank passes).
+bool quantizable_reduction(MPI_Datatype type, MPI_Op op);
 
 // The element types the kernels quantize (quant/quant.hpp): MPI_FLOAT, MPI_DOUBLE, and
 // MPIX_C_FLOAT16 where the MPI defines it and the compiler has a 16-bit float (quant_f16; Open

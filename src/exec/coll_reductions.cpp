@@ -91,7 +91,7 @@ std::optional<Ran> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   if (!may_rewrite(Coll::Allreduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
-  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size, req != nullptr);
+  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size, req != nullptr, quantizable_reduction(type, op));
   if (!p) return std::nullopt;
   // HIER_QUANT: MPI_SUM of float / double on a cartesian 2-level shape runs quantized (lossy,
   // bounded); everything else, and a failed acquisition there, goes on exactly. Nonblocking and
@@ -138,7 +138,7 @@ std::optional<Ran> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
                                          const TypeInfo& t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (!eligible(total, t, op)) return std::nullopt;
-  auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr);
+  auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr, quantizable_reduction(t.type, op));
   if (!p) return std::nullopt;
   // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized, blocking,
   // nonblocking or persistent (a request on the same schedule).

@@ -14,12 +14,17 @@ using config::Coll;
 
 bool pipelinable(Coll c) { return c == Coll::Allreduce || c == Coll::ReduceScatterBlock; }
 
-// The quantized schedule of `rank` for a call of v values (chunks: pipelined).
-sched::Schedule build_quant(Coll coll, int64_t v, const topo::Shape& s, int rank, int bits, int64_t B, int chunks) {
+// The quantized schedule of `rank` for a call of v values (chunks: pipelined), with the level
+// steps the plan chooses from `m` (direct reduce-scatter, padded allgatherv: Plan copies them
+// from the model, and exec/coll_quant.cpp's builders take them from the plan), as it will run.
+sched::Schedule build_quant(Coll coll, int64_t v, const topo::Shape& s, int rank, int bits, int64_t B, int chunks,
+                            const Model& m) {
   sched::QuantParams q;
   q.bits = bits;
   q.block = B;
   q.chunks = chunks;
+  q.direct_rs_from = m.direct_rs_from;
+  q.padded_agv_from = m.padded_agv_from;
   switch (coll) {
     case Coll::Allreduce: return sched::build_quant_allreduce(s, rank, v, false, q);
     case Coll::ReduceScatter:
@@ -58,9 +63,9 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
   for (int r = 0; r < s.size; ++r)
     if (s.node_of[r] == s.nnodes - 1 && s.local_of[r] == s.dims[0] - 1) costed = r;
   std::vector<sched::Schedule> node;
-  node.push_back(build_quant(coll, v, s, costed, bits, B, chunks));
+  node.push_back(build_quant(coll, v, s, costed, bits, B, chunks, m));
   for (int r = 0; r < s.size; ++r)
-    if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks));
+    if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks, m));
   return cost(node, costed, s, m, e);
 }
 
@@ -84,6 +89,7 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
   const bool reduction =
       call.coll == Coll::Allreduce || call.coll == Coll::ReduceScatter || call.coll == Coll::ReduceScatterBlock;
   if (!reduction && call.coll != Coll::Allgather) return;
+  if (!call.quantizable) return void(p.quant_why = "not MPI_SUM on float, double or float16 values");
   const int64_t e = call.elem_size;  // allgather too: the receive type's size (exec/coll_movement.cpp)
   if (e != 4 && e != 8 && e != 2) return void(p.quant_why = "not a float, double or float16 size");
   if (!s.cartesian || s.nlevels() != 2) return void(p.quant_why = "shape not cartesian with 2 levels");

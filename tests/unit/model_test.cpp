@@ -851,6 +851,54 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
     EXPECT_EQ(model::plan({Coll::Allreduce, from[0] - 4, 4}, model::two_level(n, r), m, autocfg).algo, Algorithm::Flat);
 }
 
+// Each decision once (issue 28): how a reduce-scatter or allgatherv level step runs (the MPI's
+// collective, or libhier's direct exchange / padded allgather) is sched::direct_reduce_scatter /
+// padded_allgatherv on the thresholds the schedule carries; the executor runs that, and the model
+// must cost that. Over a sweep of calls, shapes and thresholds: the schedules the planner costs
+// carry the plan's thresholds (the executor's schedules get them from the plan: exec/prepare.cpp,
+// exec/coll_quant.cpp), and every such step costs what the decision says: the same as under a
+// model whose thresholds force that very choice.
+TEST(Planner, CostsTheLevelStepsThatRun) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  config::Config cfg;
+  cfg.algo.fill(config::Algo::Hier);
+  int checked = 0, direct = 0;
+  for (model::Family f : {model::Family::Mpich, model::Family::OpenMPI})
+    for (int64_t from : {int64_t{0}, 64 * KiB, 1 * MiB, kNever})
+      for (const topo::Shape& s : {model::two_level(2, 4), model::two_level(4, 2), model::two_level(3, 3)})
+        for (Coll c : {Coll::Allreduce, Coll::ReduceScatterBlock, Coll::ReduceScatter, Coll::Allgather,
+                       Coll::Allgatherv, Coll::Reduce, Coll::Bcast})
+          for (int64_t bytes : {72 * KiB, 1 * MiB + 72 * KiB, 9 * MiB}) {
+            model::Model m = model::builtin(f);
+            m.direct_rs_from = m.padded_agv_from = from;
+            const bool reduction = c == Coll::Allreduce || c == Coll::ReduceScatterBlock ||
+                                   c == Coll::ReduceScatter || c == Coll::Reduce;
+            const model::Call call{c, bytes, reduction ? 4 : 1};
+            const model::Plan p = model::plan(call, s, m, cfg);
+            ASSERT_EQ(p.direct_rs_from, from);
+            ASSERT_EQ(p.padded_agv_from, from);
+            if (p.algo == Algorithm::Flat) continue;
+            const sched::Schedule sc = model::build_for(call, s, 0, p.algo, p.chunks, m);
+            ASSERT_EQ(sc.direct_rs_from, p.direct_rs_from);
+            ASSERT_EQ(sc.padded_agv_from, p.padded_agv_from);
+            const int64_t ub = sc.unit == sched::Unit::Bytes ? 1 : call.elem_size;
+            for (const sched::Step& st : sc.steps) {
+              if (st.kind != sched::Kind::ReduceScatter && st.kind != sched::Kind::Allgatherv) continue;
+              const bool own = sched::direct_reduce_scatter(st, ub, sc.direct_rs_from) ||
+                               sched::padded_allgatherv(st, ub, sc.padded_agv_from);
+              model::Model forced = m;
+              forced.direct_rs_from = forced.padded_agv_from = own ? 0 : kNever;
+              EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, ub, 1), model::step_cost(st, 0, s, forced, ub, 1))
+                  << config::coll_key(c) << " " << bytes << " from " << from << ": " << sched::to_string(st.kind);
+              ++checked;
+              direct += own;
+            }
+          }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(direct, 10);           // the sweep reaches both choices
+  EXPECT_GT(checked - direct, 10);
+}
+
 // The built-in model on the emulated cluster, 2 nodes x 4 ranks: H = hierarchical (digit: pipeline
 // chunks), F = flat, for 64 KiB .. 16 MiB (x2). Reductions of floats (4-byte elements).
 // The built-in files are hier-tune's measurement of the cluster (docs/model.md, "The built-in
