@@ -46,7 +46,7 @@ template <Fn B, class... Args>
 std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
   if constexpr (false) {
   }
-#define HIER_COLL(name, key, blocking, nonblocking, persistent) \
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
   else if constexpr (B == Fn::blocking) return exec::key(a..., req);
 #include "config/collectives.def"
   else return std::nullopt;

@@ -44,7 +44,6 @@ std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
   return {};
 }
 
-bool pipelined(Coll c) { return c == Coll::Allreduce || c == Coll::Bcast; }
 
 // The schedule of `rank` for the call in `chunks` chunks (bcast and reduce rooted at rank 0).
 sched::Schedule build_one(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
@@ -80,7 +79,7 @@ sched::Schedule build_for(const Call& call, const topo::Shape& s, int rank, Algo
 namespace {
 
 std::vector<int> chunk_options(const Call& call, const Model& m, const config::Config& cfg) {
-  if (!pipelined(call.coll)) return {1};
+  if (!config::pipelined(call.coll)) return {1};
   const int64_t units = call.bytes / std::max<int64_t>(call.elem_size, 1);
   if (cfg.chunk_bytes >= 0) return {sched::chunk_count(units, call.bytes, cfg.chunk_bytes)};
   std::vector<int> out{1};

@@ -851,6 +851,50 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
     EXPECT_EQ(model::plan({Coll::Allreduce, from[0] - 4, 4}, model::two_level(n, r), m, autocfg).algo, Algorithm::Flat);
 }
 
+// One row per collective (config/collectives.def): every list the planner keeps per collective
+// follows the table, so a new row without its builder, or a column that the code ignores, fails
+// here. Every row has a candidate hierarchical algorithm whose schedule the planner can build
+// and cost; the Pipelined column says which are cut into chunks, the Quantized column which have
+// a quantized schedule and which of those are pipelined.
+TEST(Table, EveryRowIsPlannedAsItsColumnsSay) {
+  const topo::Shape s = model::two_level(2, 4);
+  const model::Model& m = model::builtin(model::Family::Mpich);
+  config::Config cfg;
+  cfg.algo.fill(config::Algo::Hier);
+  cfg.chunk_bytes = 1 * MiB;
+  for (size_t i = 0; i < static_cast<size_t>(Coll::Count); ++i) {
+    const Coll c = static_cast<Coll>(i);
+    const bool reduction = c == Coll::Allreduce || c == Coll::ReduceScatterBlock || c == Coll::ReduceScatter ||
+                           c == Coll::Reduce;
+    const model::Call call{c, c == Coll::Barrier ? 0 : 16 * MiB, reduction ? 4 : 1};
+    const model::Plan p = model::plan(call, s, m, cfg);
+    ASSERT_NE(p.algo, Algorithm::Flat) << config::coll_key(c) << ": no hierarchical candidate (model/plan.cpp)";
+    EXPECT_FALSE(model::build_for(call, s, 0, p.algo, p.chunks, m).steps.empty()) << config::coll_key(c);
+    EXPECT_EQ(p.chunks > 1, config::pipelined(c)) << config::coll_key(c) << ": the Pipelined column";
+    // The quantized schedule: costed only where the table has one, pipelined where it says so.
+    const double q1 = model::quant_cost(c, 16 * MiB, 4, s, m, 8, 512, 1);
+    EXPECT_EQ(q1 > 0, config::quantizable(c)) << config::coll_key(c) << ": the Quantized column";
+    if (config::quantizable(c)) {
+      EXPECT_EQ(model::quant_cost(c, 16 * MiB, 4, s, m, 8, 512, 4) != q1, config::quant_pipelined(c))
+          << config::coll_key(c) << ": the Quantized column's pipelining";
+    }
+  }
+}
+
+// The planner tells quantization only where the executor says the op and the values qualify
+// (model::Call::quantizable): an MPI_INT allreduce, 4 bytes a value like a float, is never planned
+// quantized (it once was, then ran exact).
+TEST(Planner, QuantizesOnlyWhatTheExecutorCanQuantize) {
+  const topo::Shape s = model::two_level(2, 4);
+  const model::Model& m = model::builtin(model::Family::Mpich);
+  config::Config cfg;
+  cfg.algo.fill(config::Algo::Hier);
+  cfg.quant.fill(config::Quant::Int8);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 16 * MiB, 4, true}, s, m, cfg).quant_bits, 8);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 16 * MiB, 4, false}, s, m, cfg).quant_bits, 0);
+  EXPECT_EQ(model::plan({Coll::Bcast, 16 * MiB, 4, true}, s, m, cfg).quant_bits, 0);  // no quantized schedule
+}
+
 // Each decision once (issue 28): how a reduce-scatter or allgatherv level step runs (the MPI's
 // collective, or libhier's direct exchange / padded allgather) is sched::direct_reduce_scatter /
 // padded_allgatherv on the thresholds the schedule carries; the executor runs that, and the model
