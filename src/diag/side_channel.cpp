@@ -435,6 +435,19 @@ Reach ask(int to, const Query& q, std::string& body) {
   return result;
 }
 
+std::string addresses() {
+  std::string s;
+  if (!c) return s;
+  const Peer& me = c->peers[static_cast<size_t>(c->rank)];
+  for (int a = 0; a < kMaxAddrs; ++a) {
+    if (!me.ip[a]) continue;
+    char ip[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &me.ip[a], ip, sizeof ip);
+    s += (s.empty() ? "" : " ") + std::string(ip) + ":" + std::to_string(me.port[a]);
+  }
+  return s;
+}
+
 std::string host_of(int r) {
   if (!c || r < 0 || r >= c->size) return {};
   const Peer& p = c->peers[static_cast<size_t>(r)];

@@ -39,6 +39,10 @@ enum class Reach { Ok, Gone, NoAnswer, Unreachable };
 // Asks world rank `to` (connect within 1 s, answer within 2.5 s). Ok: `body` is its verified answer.
 Reach ask(int to, const Query& q, std::string& body);
 
+// This rank's listening addresses, "ip:port ip:port" (the log's INFO line; the hostile-client test
+// tells libhier's sockets from the MPI library's by it).
+std::string addresses();
+
 // What the allgathered table says about world rank `r` (empty / 0 when unknown).
 std::string host_of(int r);
 long pid_of(int r);

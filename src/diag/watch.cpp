@@ -467,7 +467,7 @@ void watch_init(double limit_s, int world_rank, int world_size, const char* repo
     return;
   }
   g_watch_on = true;
-  HIER_INFO("watchdog", "HIER_WATCHDOG=%g: side channel open", limit_s);
+  HIER_INFO("watchdog", "HIER_WATCHDOG=%g: side channel on %s", limit_s, channel::addresses().c_str());
 }
 
 void watch_finalize() {

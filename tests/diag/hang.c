@@ -24,6 +24,18 @@ int main(int argc, char** argv) {
   int i;
   for (i = 0; i < 3; ++i) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* no fault here */
 
+  if (!strcmp(mode, "hostile")) {
+    /* The driver attacks every rank's side channel while all wait here, outside MPI, until it
+     * creates the file argv[3]; then the sleep case must still be reported. */
+    const char* go = argc > 3 ? argv[3] : "";
+    printf("READY rank %d pid %d\n", rank, (int)getpid());
+    fflush(stdout);
+    while (access(go, F_OK) != 0) usleep(20 * 1000);
+    mode = "sleep";
+  } else if (!strcmp(mode, "symlink")) {
+    mode = "sleep"; /* the driver planted symlinks at the report paths */
+  }
+
   if (!strcmp(mode, "sleep")) {
     if (rank == victim) {
       fault_marker(rank, "sleep");
