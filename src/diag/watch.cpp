@@ -25,6 +25,7 @@
 #include "diag/hang_report.hpp"
 #include "diag/log.hpp"
 #include "diag/side_channel.hpp"
+#include "diag/watch_state.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
 #include "util/files.hpp"
@@ -33,17 +34,6 @@
 namespace hier::diag {
 
 bool g_watch_on = false;
-
-struct CommWatch {
-  uint64_t key = 0;  // 0: not watched (intercommunicator)
-  int size = 0;
-  std::vector<int> world;  // world rank of each member
-  std::atomic<uint64_t> seq{0};
-  // Signatures of the last collectives, by sequence number modulo kSigRing (mismatch checks).
-  static constexpr int kSigRing = 16;
-  std::atomic<uint64_t> sig[kSigRing] = {};
-  std::atomic<bool> freed{false};
-};
 
 namespace {
 
@@ -153,13 +143,25 @@ CallSlot* this_thread_slot() {
   return tl_slot;
 }
 
-void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra, uint64_t t0_ns) {
-  if (comm == MPI_COMM_NULL) return;
+CommWatch* watch_comm(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return nullptr;
   CommWatch* w = watch_of(comm);
-  if (!w || !w->key) return;
+  return w && w->key ? w : nullptr;
+}
+
+uint64_t watch_next_seq(CommWatch* w, int fn, int64_t count, int root) {
   const uint64_t seq = w->seq.load(std::memory_order_relaxed) + 1;
   w->seq.store(seq, std::memory_order_relaxed);
   w->sig[seq % CommWatch::kSigRing].store(call_signature(base_fn(fn), count, root), std::memory_order_relaxed);
+  return seq;
+}
+
+uint64_t watch_now_ns() { return now_ns(); }
+
+void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra, uint64_t t0_ns) {
+  CommWatch* w = watch_comm(comm);
+  if (!w) return;
+  const uint64_t seq = watch_next_seq(w, fn, count, root);
   const uint64_t g0 = s->gen.load(std::memory_order_relaxed);
   s->gen.store(g0 + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -213,6 +215,21 @@ CallView read_slot(CallSlot& s) {
   return v;
 }
 
+// A collective request waited for, seen as the blocking call it stands for.
+CallView view_of(const PendingCall& p) {
+  CallView v;
+  v.active = true;
+  v.gen = p.id;
+  v.comm = p.comm;
+  v.seq = p.seq;
+  v.fn = p.fn;
+  v.root = p.root;
+  v.count = p.count;
+  v.ra = p.ra;
+  v.t0 = p.t0;
+  return v;
+}
+
 CommWatch* comm_by_key(uint64_t key) {
   const int n = g->n_comms.load(std::memory_order_acquire);
   for (int i = n - 1; i >= 0; --i)
@@ -233,14 +250,22 @@ std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
   std::ostringstream o;
   o << (w ? 1 : 0) << '\t' << (w ? w->seq.load() : 0) << '\t'
     << (w && asked_seq ? w->sig[asked_seq % CommWatch::kSigRing].load() : 0) << '\t';
-  // The call in progress (the main thread's, else any thread's).
-  CallView cv;
+  // The call in progress: the asked one if this rank is in it, else the main thread's (else any
+  // thread's) blocking collective, else a collective request it waits for.
+  std::vector<CallView> calls;
   const int ns = g->n_slots.load(std::memory_order_acquire);
-  for (int i = 0; i < ns && !cv.active; ++i) cv = read_slot(g->slots[i]);
-  if (cv.active) {
-    const std::string site = brief ? "" : where::describe(where::resolve({cv.ra})[0]);
-    o << 1 << '\t' << fn_name(cv.fn) << '\t' << (cv.comm ? cv.comm->key : 0) << '\t' << cv.seq << '\t' << cv.count
-      << '\t' << cv.root << '\t' << (now_ns() - cv.t0) / 1000000 << '\t' << clean(site) << '\t' << "";
+  for (int i = 0; i < ns; ++i) {
+    const CallView v = read_slot(g->slots[i]);
+    if (v.active && v.comm) calls.push_back(v);
+  }
+  for (const PendingCall& p : waiting_requests()) calls.push_back(view_of(p));
+  if (!calls.empty()) {
+    CallView cv = calls[0];
+    for (const CallView& v : calls)
+      if (v.comm->key == key && v.seq == asked_seq) cv = v;
+    const std::string site = brief || !cv.ra ? "" : where::describe(where::resolve({cv.ra})[0]);
+    o << 1 << '\t' << fn_name(cv.fn) << '\t' << cv.comm->key << '\t' << cv.seq << '\t' << cv.count << '\t' << cv.root
+      << '\t' << (now_ns() - cv.t0) / 1000000 << '\t' << clean(site) << '\t' << "";
     return o.str();
   }
   o << 0 << '\t' << "" << '\t' << 0 << '\t' << 0 << '\t' << -1 << '\t' << -1 << '\t' << 0 << '\t';
@@ -391,10 +416,34 @@ void* investigate_main(void* p) {
   return nullptr;
 }
 
+// Starts the investigation of `cv` on a thread of its own (the watchdog keeps watching). false:
+// one is still running (try again at the next tick).
+bool start_investigation(const CallView& cv) {
+  if (g->investigating.exchange(true)) return false;
+  auto* arg = new CallView(cv);
+  pthread_t th;
+  pthread_attr_t at;
+  pthread_attr_init(&at);
+  pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+  if (pthread_create(&th, &at, investigate_main, arg) != 0) {
+    delete arg;
+    g->investigating.store(false);
+  }
+  pthread_attr_destroy(&at);
+  return true;
+}
+
 void watch_loop() {
-  std::set<std::pair<CallSlot*, uint64_t>> handled;
+  // Calls already investigated: (slot address, generation) for blocking calls, (0, start id) for
+  // collective requests.
+  std::set<std::pair<uintptr_t, uint64_t>> handled;
   const uint64_t limit_ns = static_cast<uint64_t>(g->limit_s * 1e9);
   const int tick_ms = std::clamp(static_cast<int>(g->limit_s * 1000 / 8), 20, 250);
+  auto overdue = [&](const CallView& cv, uint64_t t) { return cv.active && cv.comm && cv.t0 <= t && t - cv.t0 >= limit_ns; };
+  auto consider = [&](const CallView& cv, std::pair<uintptr_t, uint64_t> id) {
+    if (!handled.insert(id).second) return;
+    if (!start_investigation(cv)) handled.erase(id);
+  };
   for (;;) {
     pollfd p{g->stop_pipe[0], POLLIN, 0};
     if (poll(&p, 1, tick_ms) > 0) break;
@@ -403,23 +452,11 @@ void watch_loop() {
     for (int i = 0; i < ns; ++i) {
       const CallView cv = read_slot(g->slots[i]);
       // A call that started after `t` was read has t0 > t.
-      if (!cv.active || !cv.comm || cv.t0 > t || t - cv.t0 < limit_ns) continue;
-      if (!handled.insert({&g->slots[i], cv.gen}).second) continue;
-      // Investigated on a thread of its own: this one keeps watching. One at a time.
-      if (g->investigating.exchange(true)) {
-        handled.erase({&g->slots[i], cv.gen});
-        continue;
-      }
-      auto* arg = new CallView(cv);
-      pthread_t th;
-      pthread_attr_t at;
-      pthread_attr_init(&at);
-      pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-      if (pthread_create(&th, &at, investigate_main, arg) != 0) {
-        delete arg;
-        g->investigating.store(false);
-      }
-      pthread_attr_destroy(&at);
+      if (overdue(cv, t)) consider(cv, {reinterpret_cast<uintptr_t>(&g->slots[i]), cv.gen});
+    }
+    for (const PendingCall& pc : waiting_requests()) {
+      const CallView cv = view_of(pc);
+      if (overdue(cv, t)) consider(cv, {0, pc.id});
     }
   }
 }

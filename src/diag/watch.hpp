@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hier::diag {
 
@@ -38,6 +40,47 @@ CallSlot* this_thread_slot();
 // t0_ns: the call's start, CLOCK_MONOTONIC (taken once by DiagScope for the timing too).
 void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra, uint64_t t0_ns);
 inline void watch_end(CallSlot* s) { s->active.store(0, std::memory_order_release); }
+
+// Nonblocking and persistent collectives (watch_requests.cpp; generated wrappers of the icoll and
+// request families). MPI_I... takes the communicator's next sequence number and keeps it with its
+// request; a persistent collective takes one at each MPI_Start. The Wait and Test family marks
+// the requests it is given as waited for (from the first wait or test on), and drops them when
+// they complete; the watchdog thread treats a request waited for longer than the limit as a
+// blocking call that long in its collective.
+void watch_request_started(int fn, MPI_Comm comm, int64_t count, int root, const MPI_Request* req, const void* ra,
+                           bool persistent);
+
+// One call of the request family (Wait*, Test*, Start*, Request_free) on r[0..n).
+class RequestScope {
+ public:
+  RequestScope(int fn, int n, MPI_Request* r, const void* ra) {
+    if (__builtin_expect(!g_watch_on, 1)) return;
+    begin(fn, n, r, ra);
+  }
+  ~RequestScope() {
+    if (__builtin_expect(on_, 0)) end();
+  }
+  // What the call completed (besides requests it set to MPI_REQUEST_NULL): all of them, the one
+  // at `index`, or the `outcount` at `indices` (MPI_UNDEFINED: none).
+  void all_done() { all_ = true; }
+  void index_done(int index) {
+    if (on_ && index >= 0) done_.push_back(index);
+  }
+  void some_done(int outcount, const int* indices) {
+    for (int i = 0; on_ && i < outcount; ++i) done_.push_back(indices[i]);
+  }
+  RequestScope(const RequestScope&) = delete;
+  RequestScope& operator=(const RequestScope&) = delete;
+
+ private:
+  void begin(int fn, int n, MPI_Request* r, const void* ra) noexcept;
+  void end() noexcept;
+
+  bool on_ = false, all_ = false;
+  MPI_Request* r_ = nullptr;
+  std::vector<std::pair<int, MPI_Request>> watched_;  // index into r_, handle before the call
+  std::vector<int> done_;
+};
 
 // Lifecycle (core/lifecycle.cpp): at MPI_Init after the configuration agreement (one
 // PMPI_Allgather of the side-channel addresses on MPI_COMM_WORLD), and at finalize.

@@ -13,7 +13,11 @@ static void fault_marker(int rank, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;
+  if (getenv("HANG_INIT_THREAD")) /* HIER_PROGRESS=thread needs MPI_THREAD_MULTIPLE */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else
+    MPI_Init(&argc, &argv);
   const char* mode = argc > 1 ? argv[1] : "none";
   const int secs = argc > 2 ? atoi(argv[2]) : 4;
   int rank, size;
@@ -42,6 +46,23 @@ int main(int argc, char** argv) {
       sleep(secs); /* SITE:sleep */
     }
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce */
+  } else if (!strcmp(mode, "isleep") || !strcmp(mode, "isleep_thread") || !strcmp(mode, "itest")) {
+    /* Nonblocking: the others wait in MPI_Wait (or a loop of MPI_Test) on an MPI_Iallreduce that
+     * rank 1 has not started. */
+    MPI_Request req;
+    int flag = 0;
+    if (rank == victim) {
+      fault_marker(rank, "sleep");
+      sleep(secs); /* SITE:isleep */
+    }
+    MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    if (!strcmp(mode, "itest"))
+      while (!flag) {
+        MPI_Test(&req, &flag, MPI_STATUS_IGNORE); /* SITE:test */
+        usleep(1000);
+      }
+    else
+      MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:wait */
   } else if (!strcmp(mode, "stop")) {
     if (rank == victim) {
       fault_marker(rank, "stop");

@@ -7,7 +7,10 @@ does. The job then ends as it would without libhier (a clean exit where the prog
 killed by this script where it would hang forever).
 
 usage: run_hang.py --mpi openmpi|mpich --mpiexec PATH --lib libhier.so --exe hang --src hang.c MODE
-MODE: none sleep stop kill mismatch split hostile symlink
+MODE: none sleep stop kill mismatch split hostile symlink isleep isleep_thread itest
+  isleep, itest: the sleep case with MPI_Iallreduce + MPI_Wait (a loop of MPI_Test): the report
+    names the collective, the waiting ranks at their MPI_Wait / MPI_Test line, the sleeping rank;
+  isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE).
   hostile: before the sleep case, while every rank waits outside MPI, hostile clients talk to each
     rank's side channel (hostile.py): none may get a byte back, no socket may listen on 0.0.0.0,
     and the sleep case must then be reported as usual.
@@ -65,6 +68,8 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix=f"hier-hang-{a.mode}-")
     env_vars = {"LD_PRELOAD": a.lib, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
+    if a.mode == "isleep_thread":
+        env_vars.update({"HIER_PROGRESS": "thread", "HANG_INIT_THREAD": "1"})
     if a.mode == "hostile":
         env_vars["HIER_DEBUG"] = "INFO"  # each rank logs its side channel's addresses
     planted = {}  # symlink -> its target, which must stay untouched
@@ -264,10 +269,13 @@ def main():
         print("PASS: mismatch reported")
         return
 
-    expect(j["collective"] == "MPI_Allreduce", f"collective {j['collective']}")
-    expect(list(missing) == [victim], f"missing ranks {list(missing)}, expected [{victim}]")
     kind = "sleep" if a.mode in ("hostile", "symlink") else a.mode
-    site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split"}[kind]
+    nonblocking = kind in ("isleep", "isleep_thread", "itest")
+    want_coll = "MPI_Iallreduce" if nonblocking else "MPI_Allreduce"
+    expect(j["collective"] == want_coll, f"collective {j['collective']}, expected {want_coll}")
+    expect(list(missing) == [victim], f"missing ranks {list(missing)}, expected [{victim}]")
+    site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split",
+            "isleep": "wait", "isleep_thread": "wait", "itest": "test"}[kind]
     want = site_line(a.src, site)
     members = [1, 3] if a.mode == "split" else list(range(NP))
     expect(j["communicator"]["world_ranks"] == members, f"communicator world ranks {j['communicator']}")
@@ -275,9 +283,9 @@ def main():
     for r, w in waiting.items():
         expect(w["call_site"].startswith(want), f"rank {r} call site {w['call_site']}, expected {want}")
     m = missing[victim]
-    if kind in ("sleep", "split"):
+    if kind in ("sleep", "split") or nonblocking:
         expect(m["state"] == "not_arrived", f"state {m}")
-        sl = site_line(a.src, "sleep" if kind == "sleep" else "sleep_split")
+        sl = site_line(a.src, {"sleep": "sleep", "split": "sleep_split"}.get(kind, "isleep"))
         expect(sl in m["what"] and "not in MPI" in m["what"], f"missing rank's activity {m['what']}, expected {sl}")
         expect(rc == 0 and "DONE" in out, f"the job must finish normally after the sleep: rc={rc}")
     elif kind == "stop":
