@@ -237,7 +237,7 @@ const VarSpec kVars[] = {
    "Write a JSON report per rank at MPI_Finalize (calls, bytes and algorithm per MPI function).",
    [](const std::string& v, Config& c) { auto e = check_template(v); if (e.empty()) c.report = v; return e; }},
   {"HIER_WATCHDOG", "0", "0 (off) or a number of seconds from 0.1 to 1e7",
-   "Seconds a blocking collective may wait before one hang report names the ranks missing from it and where they are (docs/diagnostics.md). Must be the same on every rank.",
+   "Seconds a collective (blocking, or a nonblocking or persistent one waited for) may wait before one hang report names the ranks missing from it and where they are (docs/diagnostics.md). Must be the same on every rank.",
    apply_watchdog, true},
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
