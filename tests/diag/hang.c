@@ -63,6 +63,19 @@ int main(int argc, char** argv) {
       }
     else
       MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:wait */
+  } else if (!strcmp(mode, "ipersist")) {
+#if MPI_VERSION >= 4
+    /* A persistent allreduce (MPI-4): initialized by all, started by all but rank 1, who sleeps. */
+    MPI_Request req;
+    MPI_Allreduce_init(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    if (rank == victim) {
+      fault_marker(rank, "sleep");
+      sleep(secs); /* SITE:psleep */
+    }
+    MPI_Start(&req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:pwait */
+    MPI_Request_free(&req);
+#endif
   } else if (!strcmp(mode, "stop")) {
     if (rank == victim) {
       fault_marker(rank, "stop");

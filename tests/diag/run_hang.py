@@ -10,7 +10,8 @@ usage: run_hang.py --mpi openmpi|mpich --mpiexec PATH --lib libhier.so --exe han
 MODE: none sleep stop kill mismatch split hostile symlink isleep isleep_thread itest
   isleep, itest: the sleep case with MPI_Iallreduce + MPI_Wait (a loop of MPI_Test): the report
     names the collective, the waiting ranks at their MPI_Wait / MPI_Test line, the sleeping rank;
-  isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE).
+  isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE);
+  ipersist: the sleep case with a persistent MPI_Allreduce_init + MPI_Start + MPI_Wait (MPI-4).
   hostile: before the sleep case, while every rank waits outside MPI, hostile clients talk to each
     rank's side channel (hostile.py): none may get a byte back, no socket may listen on 0.0.0.0,
     and the sleep case must then be reported as usual.
@@ -270,12 +271,12 @@ def main():
         return
 
     kind = "sleep" if a.mode in ("hostile", "symlink") else a.mode
-    nonblocking = kind in ("isleep", "isleep_thread", "itest")
-    want_coll = "MPI_Iallreduce" if nonblocking else "MPI_Allreduce"
+    nonblocking = kind in ("isleep", "isleep_thread", "itest", "ipersist")
+    want_coll = {"ipersist": "MPI_Allreduce_init"}.get(kind, "MPI_Iallreduce" if nonblocking else "MPI_Allreduce")
     expect(j["collective"] == want_coll, f"collective {j['collective']}, expected {want_coll}")
     expect(list(missing) == [victim], f"missing ranks {list(missing)}, expected [{victim}]")
     site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split",
-            "isleep": "wait", "isleep_thread": "wait", "itest": "test"}[kind]
+            "isleep": "wait", "isleep_thread": "wait", "itest": "test", "ipersist": "pwait"}[kind]
     want = site_line(a.src, site)
     members = [1, 3] if a.mode == "split" else list(range(NP))
     expect(j["communicator"]["world_ranks"] == members, f"communicator world ranks {j['communicator']}")
@@ -285,7 +286,7 @@ def main():
     m = missing[victim]
     if kind in ("sleep", "split") or nonblocking:
         expect(m["state"] == "not_arrived", f"state {m}")
-        sl = site_line(a.src, {"sleep": "sleep", "split": "sleep_split"}.get(kind, "isleep"))
+        sl = site_line(a.src, {"sleep": "sleep", "split": "sleep_split", "ipersist": "psleep"}.get(kind, "isleep"))
         expect(sl in m["what"] and "not in MPI" in m["what"], f"missing rank's activity {m['what']}, expected {sl}")
         expect(rc == 0 and "DONE" in out, f"the job must finish normally after the sleep: rc={rc}")
     elif kind == "stop":
