@@ -164,13 +164,18 @@ def gen_c_wrappers(funcs, family):
             out.append("  if (!hier::core::should_intercept()) return fwd();")
             out.append("  hier::base::Guard guard;")
             diag = family == "coll" and has_comm
+            # The collective's signature for the hang watchdog: count and root where it has them.
+            names = [p.name for p in f.params]
+            cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
+            root = "root" if "root" in names else "-1"
             if diag:
                 # Call-site timing (HIER_REPORT / HIER_WATCHDOG) and the hang watchdog's sequence
                 # number, signature and call site (diag/sites.hpp).
-                names = [p.name for p in f.params]
-                cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
-                root = "root" if "root" in names else "-1"
                 out.append(f"  hier::diag::DiagScope dscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
+            persistent = f.short.endswith("_init") or "_init_" in f.short
+            if family == "icoll" and has_comm and not persistent:
+                # The hang watchdog: the sequence number now, kept with the request (diag/watch.hpp).
+                out.append(f"  hier::diag::StartScope sscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
             req_watch = REQUEST_WATCH.get(f.short) if family == "request" else None
             if req_watch:
                 # The hang watchdog's view of collective requests (diag/watch.hpp): off, one flag test.
@@ -191,14 +196,11 @@ def gen_c_wrappers(funcs, family):
             if req_watch and req_watch[2]:
                 out.append(f"    if (o.rc == MPI_SUCCESS) {{ {req_watch[2]} }}")
             if family == "icoll" and has_comm:
-                # A nonblocking collective takes its sequence number now, a persistent one at each
-                # MPI_Start (diag/watch.hpp).
-                names = [p.name for p in f.params]
-                cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
-                root = "root" if "root" in names else "-1"
-                persistent = "true" if f.short.endswith("_init") or "_init_" in f.short else "false"
-                out.append(f"    if (hier::diag::g_watch_on && o.rc == MPI_SUCCESS) hier::diag::watch_request_started("
-                           f"static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, request, __builtin_return_address(0), {persistent});")
+                if persistent:  # a sequence number at each MPI_Start (diag/watch.hpp)
+                    out.append(f"    if (hier::diag::g_watch_on && o.rc == MPI_SUCCESS) hier::diag::watch_persistent_made("
+                               f"static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, request);")
+                else:
+                    out.append("    if (o.rc == MPI_SUCCESS) sscope.started(request);")
             if has_comm and family in ("coll", "icoll"):
                 # A hierarchical schedule's errors come from libhier's level communicators: the
                 # user's communicator's error handler has not seen them yet.

@@ -46,29 +46,67 @@ void start(Pending& p) {
   p.id = g_next_id++;
 }
 
-}  // namespace
 
-void watch_request_started(int fn, MPI_Comm comm, int64_t count, int root, const MPI_Request* req, const void* ra,
-                           bool persistent) {
-  (void)ra;  // the report names where the rank waits (the MPI_Wait / MPI_Test site)
-  if (!req || *req == MPI_REQUEST_NULL) return;
-  CommWatch* w = watch_comm(comm);
-  if (!w) return;
-  std::lock_guard<std::mutex> lk(g_mu);
-  Pending* p = find(*req);  // a handle the MPI reuses after an untracked completion
+// Adds (or, for a handle the MPI reuses after an untracked completion, replaces) a request.
+Pending* keep_locked(MPI_Request h) {
+  Pending* p = find(h);
   if (!p) {
-    if (g_pending.size() >= kMaxPending) return;
+    if (g_pending.size() >= kMaxPending) return nullptr;
     g_pending.emplace_back();
     p = &g_pending.back();
   }
   *p = Pending{};
-  p->handle = *req;
+  p->handle = h;
+  return p;
+}
+
+}  // namespace
+
+void StartScope::begin(int fn, MPI_Comm comm, int64_t count, int root, const void* ra) noexcept {
+  CommWatch* w = watch_comm(comm);
+  if (!w) return;
+  fn_ = fn;
+  root_ = root;
+  count_ = count;
+  comm_ = w;
+  CallSlot* s = this_thread_slot();
+  if (s) {  // the call itself, while it runs, as a blocking call would be
+    watch_begin(s, fn, comm, count, root, ra, watch_now_ns());
+    slot_ = s;
+    seq_ = s->seq;
+  } else {
+    seq_ = watch_next_seq(w, fn, count, root);
+  }
+}
+
+void StartScope::keep(const MPI_Request* req) noexcept {
+  if (!req || *req == MPI_REQUEST_NULL) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  try {
+    Pending* p = keep_locked(*req);
+    if (!p) return;
+    p->comm = comm_;
+    p->seq = seq_;
+    p->fn = fn_;
+    p->count = count_;
+    p->root = root_;
+    p->id = g_next_id++;
+  } catch (...) {  // out of memory: this request goes unwatched
+  }
+}
+
+void watch_persistent_made(int fn, MPI_Comm comm, int64_t count, int root, const MPI_Request* req) {
+  if (!req || *req == MPI_REQUEST_NULL) return;
+  CommWatch* w = watch_comm(comm);
+  if (!w) return;
+  std::lock_guard<std::mutex> lk(g_mu);
+  Pending* p = keep_locked(*req);
+  if (!p) return;
   p->comm = w;
   p->fn = fn;
   p->count = count;
   p->root = root;
-  p->persistent = persistent;
-  if (!persistent) start(*p);  // MPI orders nonblocking collectives with the blocking ones
+  p->persistent = true;  // seq 0: inactive until MPI_Start
 }
 
 void RequestScope::begin(int fn, int n, MPI_Request* r, const void* ra) noexcept {

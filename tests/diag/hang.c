@@ -63,6 +63,30 @@ int main(int argc, char** argv) {
       }
     else
       MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:wait */
+  } else if (!strcmp(mode, "istop")) {
+    MPI_Request req;
+    if (rank == victim) {
+      fault_marker(rank, "stop");
+      raise(SIGSTOP);
+    }
+    MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:iwait_stop */
+  } else if (!strcmp(mode, "imismatch")) {
+    int n = 1 << 16;
+    double* buf = calloc((size_t)n, sizeof(double));
+    double* out = calloc((size_t)n, sizeof(double));
+    MPI_Request req;
+    if (rank == victim) {
+      fault_marker(rank, "mismatch");
+      MPI_Ibcast(buf, n, MPI_DOUBLE, victim, MPI_COMM_WORLD, &req); /* SITE:ibcast_mm */
+    } else {
+      /* Open MPI blocks inside this call on a mismatch: the report names this line then */
+      MPI_Iallreduce(buf, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req); /* SITE:iallreduce_mm */
+    }
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:iwait_mm */
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(buf);
+    free(out);
   } else if (!strcmp(mode, "ipersist")) {
 #if MPI_VERSION >= 4
     /* A persistent allreduce (MPI-4): initialized by all, started by all but rank 1, who sleeps. */

@@ -11,6 +11,7 @@ MODE: none sleep stop kill mismatch split hostile symlink isleep isleep_thread i
   isleep, itest: the sleep case with MPI_Iallreduce + MPI_Wait (a loop of MPI_Test): the report
     names the collective, the waiting ranks at their MPI_Wait / MPI_Test line, the sleeping rank;
   isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE);
+  istop, imismatch: the stop and mismatch cases with MPI_Iallreduce (rank 1 MPI_Ibcast) + MPI_Wait;
   ipersist: the sleep case with a persistent MPI_Allreduce_init + MPI_Start + MPI_Wait (MPI-4).
   hostile: before the sleep case, while every rank waits outside MPI, hostile clients talk to each
     rank's side channel (hostile.py): none may get a byte back, no socket may listen on 0.0.0.0,
@@ -160,11 +161,11 @@ def main():
         if t_report is None and hang_files():
             t_report, _ = find(lambda l: "HANG:" in l)
             t_report = t_report or time.monotonic()
-        if a.mode == "stop" and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
+        if a.mode in ("stop", "istop") and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
             time.sleep(0.5)  # let the report be complete
             os.kill(victim_pid, signal.SIGCONT)
             continued = True
-        if a.mode in ("kill", "mismatch") and t_report and time.monotonic() > t_report + 1.0:
+        if a.mode in ("kill", "mismatch", "imismatch") and t_report and time.monotonic() > t_report + 1.0:
             break  # without libhier this job would hang: end it as a user would
         if a.cluster and a.mpi == "mpich":
             # MPICH 4.0.2 over UCX's TCP transport can hang in MPI_Finalize after the work is
@@ -176,7 +177,7 @@ def main():
                 finalize_hang = True
                 break
     if p.poll() is None:
-        if a.mode not in ("kill", "mismatch") or not t_report:
+        if a.mode not in ("kill", "mismatch", "imismatch") or not t_report:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             for t in ts:
@@ -255,28 +256,35 @@ def main():
         if not cond:
             fail(what)
 
-    if a.mode == "mismatch":
-        expect(j["collective"] in ("MPI_Allreduce", "MPI_Bcast"), "collective named")
+    if a.mode in ("mismatch", "imismatch"):
+        i = a.mode == "imismatch"
+        ar, bc = ("MPI_Iallreduce", "MPI_Ibcast") if i else ("MPI_Allreduce", "MPI_Bcast")
+        expect(j["collective"] in (ar, bc), "collective named")
         mm = {c["call"].split("(")[0]: c["ranks"] for c in j.get("mismatch", [])}
-        expect(mm.get("MPI_Bcast") == [1], f"mismatch names rank 1's MPI_Bcast: {mm}")
-        expect(mm.get("MPI_Allreduce") == [0, 2, 3], f"mismatch names ranks 0,2,3's MPI_Allreduce: {mm}")
+        # A rank past the call is named by the blocking form its signature records.
+        bcast = mm.get(bc, mm.get("MPI_Bcast"))
+        expect(bcast == [1], f"mismatch names rank 1's {bc}: {mm}")
+        expect(mm.get(ar) == [0, 2, 3], f"mismatch names ranks 0,2,3's {ar}: {mm}")
         sites = {r: w["call_site"] for r, w in waiting.items()}
+        # Nonblocking: in the MPI_I... call itself, or in the MPI_Wait after it.
         for r in (0, 2, 3):
             if r in waiting:
-                expect(sites[r].startswith(site_line(a.src, "allreduce_mm")), f"rank {r} call site {sites[r]}")
+                want = tuple(site_line(a.src, m) for m in (("iallreduce_mm", "iwait_mm") if i else ("allreduce_mm",)))
+                expect(sites[r].startswith(want), f"rank {r} call site {sites[r]}, expected one of {want}")
         if 1 in waiting:
-            expect(waiting[1]["call_site"].startswith(site_line(a.src, "bcast")), f"rank 1 call site {waiting[1]}")
+            want = tuple(site_line(a.src, m) for m in (("ibcast_mm", "iwait_mm") if i else ("bcast",)))
+            expect(waiting[1]["call_site"].startswith(want), f"rank 1 call site {waiting[1]}")
         # The job would hang without libhier; this script ended it.
         print("PASS: mismatch reported")
         return
 
     kind = "sleep" if a.mode in ("hostile", "symlink") else a.mode
-    nonblocking = kind in ("isleep", "isleep_thread", "itest", "ipersist")
+    nonblocking = kind in ("isleep", "isleep_thread", "itest", "ipersist", "istop")
     want_coll = {"ipersist": "MPI_Allreduce_init"}.get(kind, "MPI_Iallreduce" if nonblocking else "MPI_Allreduce")
     expect(j["collective"] == want_coll, f"collective {j['collective']}, expected {want_coll}")
     expect(list(missing) == [victim], f"missing ranks {list(missing)}, expected [{victim}]")
     site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split",
-            "isleep": "wait", "isleep_thread": "wait", "itest": "test", "ipersist": "pwait"}[kind]
+            "isleep": "wait", "isleep_thread": "wait", "itest": "test", "ipersist": "pwait", "istop": "iwait_stop"}[kind]
     want = site_line(a.src, site)
     members = [1, 3] if a.mode == "split" else list(range(NP))
     expect(j["communicator"]["world_ranks"] == members, f"communicator world ranks {j['communicator']}")
@@ -284,12 +292,12 @@ def main():
     for r, w in waiting.items():
         expect(w["call_site"].startswith(want), f"rank {r} call site {w['call_site']}, expected {want}")
     m = missing[victim]
-    if kind in ("sleep", "split") or nonblocking:
+    if kind in ("sleep", "split") or (nonblocking and kind != "istop"):
         expect(m["state"] == "not_arrived", f"state {m}")
         sl = site_line(a.src, {"sleep": "sleep", "split": "sleep_split", "ipersist": "psleep"}.get(kind, "isleep"))
         expect(sl in m["what"] and "not in MPI" in m["what"], f"missing rank's activity {m['what']}, expected {sl}")
         expect(rc == 0 and "DONE" in out, f"the job must finish normally after the sleep: rc={rc}")
-    elif kind == "stop":
+    elif kind in ("stop", "istop"):
         expect(m["state"] == "not_responding" and "stopped?" in m["what"], f"state {m}")
         expect(rc == 0 and "DONE" in out, f"the job must finish after SIGCONT: rc={rc}")
     elif kind == "kill":
