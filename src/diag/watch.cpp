@@ -349,9 +349,24 @@ std::vector<MemberStatus> query_all(const CommWatch& w, const std::vector<int>& 
   std::vector<MemberStatus> ms(idx.size());
   constexpr size_t kBatch = 32;
   for (size_t b = 0; b < ms.size(); b += kBatch) {
+    // No exception may leave a thread (std::terminate), nor a joinable thread be destroyed.
+    auto ask = [&](size_t i) noexcept {
+      try {
+        ms[i] = query(w.world[static_cast<size_t>(idx[i])], key, seq, brief);
+      } catch (...) {
+        ms[i].world = w.world[static_cast<size_t>(idx[i])];
+        ms[i].reach = MemberStatus::Unreachable;
+      }
+    };
     std::vector<std::thread> ts;
-    for (size_t i = b; i < std::min(ms.size(), b + kBatch); ++i)
-      ts.emplace_back([&, i] { ms[i] = query(w.world[static_cast<size_t>(idx[i])], key, seq, brief); });
+    ts.reserve(kBatch);
+    for (size_t i = b; i < std::min(ms.size(), b + kBatch); ++i) {
+      try {
+        ts.emplace_back(ask, i);
+      } catch (...) {  // no thread to spare: asked from here
+        ask(i);
+      }
+    }
     for (std::thread& t : ts) t.join();
   }
   return ms;
