@@ -70,6 +70,18 @@ bool write_file_replacing(const std::string& path, const std::string& text, std:
   return ok;
 }
 
+bool can_create_beside(const std::string& path, std::string& err) {
+  const std::string tmp = temp_name_beside(path);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    err = std::strerror(errno);
+    return false;
+  }
+  close(fd);
+  unlink(tmp.c_str());
+  return true;
+}
+
 int open_append_nofollow(const std::string& path) {
   return open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 }

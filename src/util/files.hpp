@@ -16,6 +16,10 @@ namespace hier::util {
 // whole new one. false and `err` (strerror text) on failure; the temporary file is removed.
 bool write_file_replacing(const std::string& path, const std::string& text, std::string& err, mode_t mode = 0600);
 
+// Whether write_file_replacing(path, ...) can create its temporary file (tried and removed), so
+// that a long computation is not spent before a write that cannot happen. false: `err` set.
+bool can_create_beside(const std::string& path, std::string& err);
+
 // Opens `path` for appending (created 0600 if absent) without following a symlink at it.
 // -1 and errno on failure (ELOOP for a symlink).
 int open_append_nofollow(const std::string& path);

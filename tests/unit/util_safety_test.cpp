@@ -85,6 +85,13 @@ TEST(Files, ReplacingFailsCleanlyInAMissingDirectory) {
   std::string err;
   EXPECT_FALSE(write_file_replacing("/nonexistent-hier-dir/x.json", "{}", err));
   EXPECT_FALSE(err.empty());
+  err.clear();
+  EXPECT_FALSE(can_create_beside("/nonexistent-hier-dir/x.json", err));
+  EXPECT_EQ(err, "No such file or directory");
+  const std::string d = temp_dir();
+  EXPECT_TRUE(can_create_beside(d + "/x.json", err)) << err;
+  EXPECT_EQ(std::system(("test $(ls -A " + d + " | wc -l) -eq 0").c_str()), 0);  // nothing left behind
+  std::system(("rm -rf " + d).c_str());
 }
 
 TEST(Files, AppendRefusesASymlink) {
