@@ -188,8 +188,8 @@ std::string apply_watchdog(const std::string& v, Config& c) {
   const double x = std::strtod(s.c_str(), &end);
   // A floor: below a tenth of a second every collective of a loaded machine would be a "hang",
   // and 1e-300 would round to a limit of 0 ns.
-  if (s.empty() || *end != '\0' || !(x >= 0) || x > 1e7 || (x > 0 && x < 0.1))
-    return "not 0 (off) or a number of seconds from 0.1 to 1e7";
+  if (s.empty() || *end != '\0' || !(x >= 0) || x > 1e7) return "not a number of seconds";
+  if (x > 0 && x < 0.1) return "below the floor of 0.1 s";
   c.watchdog_s = x;
   return {};
 }
