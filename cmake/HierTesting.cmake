@@ -3,10 +3,11 @@
 #   hier_add_unit_test(NAME n SOURCES s... [LIBS l...])
 #       GoogleTest without MPI ranks (may still call MPI-free helpers of the layers in LIBS).
 #   hier_add_mpi_test(NAME n SOURCES s... NP 1 2 4 [ENV "HIER_X=y" ...] [LIBS l...]
-#                     [NO_PRELOAD] [VARIANT tag] [TIMEOUT s])
+#                     [NO_PRELOAD] [VARIANT tag] [TIMEOUT s] [EXPECT_OUTPUT regex])
 #       GoogleTest under the preset's mpiexec, one ctest per rank count, named n.<tag>.npN.
 #       By default libhier.so is preloaded on the ranks (not on the launcher), so MPI_* calls go
 #       through the wrappers while PMPI_* calls give the reference result in the same test.
+#       EXPECT_OUTPUT: the run must also print a match (cmake/expect_output.cmake: exit status too).
 #   hier_mpi_command(out NP n [ENV ...] [NO_PRELOAD] -- cmd...)
 #       The launcher command line, for tests that are scripts.
 include_guard(GLOBAL)
@@ -43,7 +44,7 @@ function(hier_add_unit_test)
 endfunction()
 
 function(hier_add_mpi_test)
-  cmake_parse_arguments(A "NO_PRELOAD" "NAME;VARIANT;TIMEOUT" "SOURCES;NP;ENV;LIBS" ${ARGN})
+  cmake_parse_arguments(A "NO_PRELOAD" "NAME;VARIANT;TIMEOUT;EXPECT_OUTPUT" "SOURCES;NP;ENV;LIBS" ${ARGN})
   if(NOT TARGET ${A_NAME})
     add_executable(${A_NAME} ${A_SOURCES})
     target_link_libraries(${A_NAME} PRIVATE hier_gtest_mpi_main GTest::gtest MPI::MPI_C ${A_LIBS})
@@ -62,6 +63,9 @@ function(hier_add_mpi_test)
   endif()
   foreach(np IN LISTS np_list)
     hier_mpi_command(cmd NP ${np} ENV ${A_ENV} ${pre} COMMAND $<TARGET_FILE:${A_NAME}>)
+    if(A_EXPECT_OUTPUT)  # the output must match AND the run succeed (not PASS_REGULAR_EXPRESSION)
+      set(cmd ${CMAKE_COMMAND} "-DREGEX=${A_EXPECT_OUTPUT}" -P ${PROJECT_SOURCE_DIR}/cmake/expect_output.cmake -- ${cmd})
+    endif()
     set(t mpi.${A_NAME}${tag}.np${np})
     add_test(NAME ${t} COMMAND ${cmd})
     set_tests_properties(${t} PROPERTIES LABELS mpi PROCESSORS ${np})

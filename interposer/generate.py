@@ -119,12 +119,31 @@ def gen_fn_header(funcs):
     return "\n".join(out)
 
 
+# The request family's calls the hang watchdog follows (diag::RequestScope): how many requests,
+# the array, and what a successful call completed besides the requests it set to MPI_REQUEST_NULL.
+REQUEST_WATCH = {
+    "Wait": ("1", "request", "rscope.all_done();"),
+    "Waitall": ("count", "array_of_requests", "rscope.all_done();"),
+    "Waitany": ("count", "array_of_requests", "rscope.index_done(*index);"),
+    "Waitsome": ("incount", "array_of_requests", "rscope.some_done(*outcount, array_of_indices);"),
+    "Test": ("1", "request", "if (*flag) rscope.all_done();"),
+    "Testall": ("count", "array_of_requests", "if (*flag) rscope.all_done();"),
+    "Testany": ("count", "array_of_requests", "if (*flag) rscope.index_done(*index);"),
+    "Testsome": ("incount", "array_of_requests", "rscope.some_done(*outcount, array_of_indices);"),
+    "Request_free": ("1", "request", ""),
+    "Start": ("1", "request", ""),
+    "Startall": ("count", "array_of_requests", ""),
+}
+
+
 def gen_c_wrappers(funcs, family):
     out = [HEADER, "#include <mpi.h>\n", '#include "core/errors.hpp"', '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
            if family != "init" else '#include "core/lifecycle.hpp"\n']
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
     if family == "coll":
         out.append('#include "diag/sites.hpp"\n')
+    if family in ("icoll", "request"):
+        out.append('#include "diag/watch.hpp"\n')
     for f in funcs:
         if f.family != family:
             continue
@@ -145,13 +164,23 @@ def gen_c_wrappers(funcs, family):
             out.append("  if (!hier::core::should_intercept()) return fwd();")
             out.append("  hier::base::Guard guard;")
             diag = family == "coll" and has_comm
+            # The collective's signature for the hang watchdog: count and root where it has them.
+            names = [p.name for p in f.params]
+            cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
+            root = "root" if "root" in names else "-1"
             if diag:
                 # Call-site timing (HIER_REPORT / HIER_WATCHDOG) and the hang watchdog's sequence
                 # number, signature and call site (diag/sites.hpp).
-                names = [p.name for p in f.params]
-                cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
-                root = "root" if "root" in names else "-1"
                 out.append(f"  hier::diag::DiagScope dscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
+            persistent = f.short.endswith("_init") or "_init_" in f.short
+            if family == "icoll" and has_comm and not persistent:
+                # The hang watchdog: the sequence number now, kept with the request (diag/watch.hpp).
+                out.append(f"  hier::diag::StartScope sscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
+            req_watch = REQUEST_WATCH.get(f.short) if family == "request" else None
+            if req_watch:
+                # The hang watchdog's view of collective requests (diag/watch.hpp): off, one flag test.
+                n, arr, _ = req_watch
+                out.append(f"  hier::diag::RequestScope rscope(static_cast<int>(hier::Fn::{f.short}), {n}, {arr}, __builtin_return_address(0));")
             # No C++ exception may cross into the C caller: caught here, returned as an MPI error.
             out.append("  try {")
             out.append(f"    const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")
@@ -164,6 +193,14 @@ def gen_c_wrappers(funcs, family):
                 out.append(f"    hier::core::record(hier::Fn::{f.short}, o, nbytes);")
                 if diag:
                     out.append("    dscope.set_bytes(nbytes);")
+            if req_watch and req_watch[2]:
+                out.append(f"    if (o.rc == MPI_SUCCESS) {{ {req_watch[2]} }}")
+            if family == "icoll" and has_comm:
+                if persistent:  # a sequence number at each MPI_Start (diag/watch.hpp)
+                    out.append(f"    if (hier::diag::g_watch_on && o.rc == MPI_SUCCESS) hier::diag::watch_persistent_made("
+                               f"static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, request);")
+                else:
+                    out.append("    if (o.rc == MPI_SUCCESS) sscope.started(request);")
             if has_comm and family in ("coll", "icoll"):
                 # A hierarchical schedule's errors come from libhier's level communicators: the
                 # user's communicator's error handler has not seen them yet.

@@ -186,7 +186,10 @@ std::string apply_watchdog(const std::string& v, Config& c) {
   const std::string s = trim(v);
   char* end = nullptr;
   const double x = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !(x >= 0) || x > 1e7) return "not a number of seconds >= 0";
+  // A floor: below a tenth of a second every collective of a loaded machine would be a "hang",
+  // and 1e-300 would round to a limit of 0 ns.
+  if (s.empty() || *end != '\0' || !(x >= 0) || x > 1e7) return "not a number of seconds";
+  if (x > 0 && x < 0.1) return "below the floor of 0.1 s";
   c.watchdog_s = x;
   return {};
 }
@@ -243,8 +246,8 @@ const VarSpec kVars[] = {
   {"HIER_REPORT", "", "a path; %h host, %p pid, %r rank, %% a percent sign",
    "Write a JSON report per rank at MPI_Finalize (calls, bytes and algorithm per MPI function).",
    [](const std::string& v, Config& c) { auto e = check_template(v); if (e.empty()) c.report = v; return e; }},
-  {"HIER_WATCHDOG", "0", "a number of seconds >= 0 (0 = off)",
-   "Seconds a blocking collective may wait before one hang report names the ranks missing from it and where they are (docs/diagnostics.md). Must be the same on every rank.",
+  {"HIER_WATCHDOG", "0", "0 (off) or a number of seconds from 0.1 to 1e7",
+   "Seconds a collective (blocking, or a nonblocking or persistent one waited for) may wait before one hang report names the ranks missing from it and where they are (docs/diagnostics.md). Must be the same on every rank.",
    apply_watchdog, true},
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace hier::log {
@@ -35,7 +36,10 @@ void init(const config::Config& cfg, int rank) {
   g_level = cfg.debug;
   if (!cfg.debug_file.empty() && !g_out) {
     const std::string path = util::expand_path_template(cfg.debug_file, rank);
-    g_out = std::fopen(path.c_str(), "a");
+    // Not through a symlink planted at the path (a shared directory): O_NOFOLLOW, mode 0600.
+    const int fd = util::open_append_nofollow(path);
+    g_out = fd >= 0 ? fdopen(fd, "a") : nullptr;
+    if (fd >= 0 && !g_out) close(fd);
     if (!g_out)
       std::fprintf(stderr, "libhier: WARN: HIER_DEBUG_FILE: cannot open '%s' (%s); logging to stderr\n", path.c_str(),
                    std::strerror(errno));

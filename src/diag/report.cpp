@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "config/registry.hpp"
@@ -12,6 +11,7 @@
 #include "base/runtime.hpp"
 #include "diag/log.hpp"
 #include "diag/stats.hpp"
+#include "util/files.hpp"
 #include "util/strings.hpp"
 
 namespace hier::diag {
@@ -66,17 +66,20 @@ std::string report_json(const config::Config& cfg, int rank, int size, const std
   }
   j["functions"] = fns;
   base::for_each_report_section([&](const std::string& key, const std::string& text) {
-    j[key] = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    // A section that does not parse stays a section (its error), not an invalid report.
+    nlohmann::json v = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (v.is_discarded()) v = {{"error", "this section is not valid JSON"}};
+    j[key] = std::move(v);
   });
-  return j.dump(2);
+  // Strings from outside (host name, file names, peers' answers) may hold invalid UTF-8: replaced.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void write_report(const config::Config& cfg, int rank, int size, const std::string& mpi_library) {
   const std::string path = util::expand_path_template(cfg.report, rank);
-  std::ofstream out(path, std::ios::trunc);
-  if (out) out << report_json(cfg, rank, size, mpi_library) << '\n';
-  if (!out)
-    HIER_WARN("report", "HIER_REPORT: cannot write '%s' (%s)", path.c_str(), std::strerror(errno));
+  std::string err;
+  if (!util::write_file_replacing(path, report_json(cfg, rank, size, mpi_library) + "\n", err))
+    HIER_WARN("report", "HIER_REPORT: cannot write '%s' (%s)", path.c_str(), err.c_str());
 }
 
 }  // namespace hier::diag

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 extern char** environ;
@@ -107,18 +109,33 @@ int child_main(void* p) {
   _exit(127);
 }
 
+// An absolute path only: the one found when libhier was configured (HIER_ADDR2LINE), else the
+// system's. Never a $PATH walk: an empty or relative entry there means the job's directory, where
+// anyone who can write would choose the program the watchdog starts.
 std::string find_addr2line() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path && *path ? path : "/usr/bin:/bin";
-  size_t s = 0;
-  for (;;) {
-    const size_t e = dirs.find(':', s);
-    const std::string d = dirs.substr(s, e == std::string::npos ? std::string::npos : e - s);
-    const std::string cand = (d.empty() ? "." : d) + "/addr2line";
-    if (access(cand.c_str(), X_OK) == 0) return cand;
-    if (e == std::string::npos) return "";
-    s = e + 1;
+#ifdef HIER_ADDR2LINE
+  if (HIER_ADDR2LINE[0] == '/' && access(HIER_ADDR2LINE, X_OK) == 0) return HIER_ADDR2LINE;
+#endif
+  for (const char* p : {"/usr/bin/addr2line", "/bin/addr2line"})
+    if (access(p, X_OK) == 0) return p;
+  return "";
+}
+
+// Each run is a process: results are cached per object and address, and at most kRunsPerSecond
+// runs start in any second (more frames stay at their exported symbol names).
+constexpr int kRunsPerSecond = 8;
+std::mutex g_cache_mu;
+std::map<std::pair<std::string, uintptr_t>, std::pair<std::string, std::string>> g_cache;  // -> (function, file:line)
+time_t g_window = 0;
+int g_runs_in_window = 0;
+
+bool may_run_now() {
+  const time_t t = time(nullptr);
+  if (t != g_window) {
+    g_window = t;
+    g_runs_in_window = 0;
   }
+  return g_runs_in_window++ < kRunsPerSecond;
 }
 
 // Runs `addr2line -f -C -e OBJ ADDR...` and returns its output lines. The child is started with
@@ -195,34 +212,54 @@ std::vector<Frame> resolve(const std::vector<const void*>& ras) {
     // Shared objects and PIE executables are looked up by offset, fixed executables by address.
     const auto* eh = static_cast<const Elf64_Ehdr*>(di.dli_fbase);
     const uintptr_t look = eh->e_type == ET_DYN ? a - reinterpret_cast<uintptr_t>(di.dli_fbase) : a;
+    f.offset = look;
     // System objects (libc, the MPI, libhier) carry no line information worth a process:
     // their exported symbol names (MPI_Recv, nanosleep) are enough.
     if (!f.system) by_obj[obj].push_back({i, look});
   }
+  std::lock_guard<std::mutex> lk(g_cache_mu);
   for (auto& [obj, v] : by_obj) {
+    std::vector<std::pair<size_t, uintptr_t>> todo;
+    for (auto& p : v) {
+      const auto it = g_cache.find({obj, p.second});
+      if (it == g_cache.end()) {
+        todo.push_back(p);
+        continue;
+      }
+      Frame& f = frames[p.first];
+      if (!it->second.first.empty()) f.function = it->second.first;
+      f.file_line = it->second.second;
+    }
+    if (todo.empty() || !may_run_now()) continue;
     std::vector<uintptr_t> addrs;
-    for (auto& p : v) addrs.push_back(p.second);
+    for (auto& p : todo) addrs.push_back(p.second);
     const std::vector<std::string> lines = run_addr2line(obj, addrs);
-    if (lines.size() != 2 * v.size()) continue;
-    for (size_t k = 0; k < v.size(); ++k) {
-      Frame& f = frames[v[k].first];
-      if (lines[2 * k] != "??") f.function = lines[2 * k];
+    if (lines.size() != 2 * todo.size()) continue;
+    for (size_t k = 0; k < todo.size(); ++k) {
+      Frame& f = frames[todo[k].first];
+      std::string fn;
+      if (lines[2 * k] != "??") fn = f.function = lines[2 * k];
       std::string fl = lines[2 * k + 1];
       const size_t d = fl.find(" (discriminator");
       if (d != std::string::npos) fl.resize(d);
       if (fl.rfind("??", 0) != 0 && fl.find(":0") == std::string::npos && fl.find(":?") == std::string::npos)
         f.file_line = basename_of(fl);
+      g_cache[{obj, todo[k].second}] = {fn, f.file_line};
     }
   }
   return frames;
 }
 
 std::string describe(const Frame& f) {
-  char buf[64];
   if (!f.file_line.empty()) return f.file_line + " (" + f.function + ")";
-  if (!f.object.empty()) return f.function + " in " + basename_of(f.object);
-  std::snprintf(buf, sizeof buf, "%p", f.addr);
-  return buf;
+  if (!f.object.empty() && f.function != "??") return f.function + " in " + basename_of(f.object);
+  if (!f.object.empty()) {
+    char off[32];
+    std::snprintf(off, sizeof off, "+0x%lx", static_cast<unsigned long>(f.offset));
+    return basename_of(f.object) + off;
+  }
+  // Never the raw address: it would tell whoever reads the report where the code is mapped.
+  return "an unknown place";
 }
 
 namespace {

@@ -3,6 +3,7 @@
 // report time (never on the hot path): it reads /proc/self and runs binutils' addr2line.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@ struct Frame {
   const void* addr = nullptr;
   std::string object;    // file name of the shared object or executable
   std::string function;  // "??" when unknown
+  uintptr_t offset = 0;  // the looked-up address: offset into the object (fixed executables: the address)
   std::string file_line;  // "file.c:42" when debug information exists, else ""
   bool system = false;   // libc, the MPI library, libhier, ...: not the program's own code
 };
@@ -19,7 +21,7 @@ struct Frame {
 // Resolves return addresses (the instruction before each is looked up).
 std::vector<Frame> resolve(const std::vector<const void*>& return_addresses);
 
-// "hang.c:42 (main)", or "main+0x12 in prog", or the address.
+// "hang.c:42 (main)", or "main in prog", or "prog+0x1234" (module and offset: never a raw address).
 std::string describe(const Frame& f);
 
 // What the thread `tid` of this process is doing while not in a collective: its scheduler state

@@ -2,21 +2,25 @@
 
 #include <mpi.h>  // which family this build is for (no MPI calls here)
 
+#include <climits>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "config/config.hpp"
 #include "diag/log.hpp"
 #include "model/builtin_files.hpp"
+#include "util/files.hpp"
 
 namespace hier::model {
 namespace {
 
 using json = nlohmann::json;
+
+// Limits on what HIER_TUNE_FILE may hold: hier-tune writes a few kilobytes and four levels.
+constexpr size_t kMaxTuneBytes = 16u << 20;
+constexpr size_t kMaxTuneDepth = 32;
 
 // A problem in the file: what() is the one line the user sees.
 struct Bad {
@@ -36,9 +40,24 @@ double number(const json& j, const char* key, const std::string& where, double l
   return x;
 }
 
+// A count that becomes an int: checked against INT_MAX before the cast (a larger double cast to
+// int is undefined behaviour), and whole.
+int int_of(const json& j, const char* key, const std::string& where, int lo) {
+  const double x = number(j, key, where, lo);
+  if (x > static_cast<double>(INT_MAX) || x != std::floor(x))
+    throw Bad{where + key + " = " + need(j, key, where).dump() + " (an integer from " + std::to_string(lo) + " to " +
+              std::to_string(INT_MAX) + ")"};
+  return static_cast<int>(x);
+}
+
+// A JSON integer that fits int64_t (an unsigned one above INT64_MAX would wrap negative).
+bool is_int64(const json& v) {
+  return v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX));
+}
+
 int64_t bytes_of(const json& j, const char* key, const std::string& where) {
   const json& v = need(j, key, where);
-  if (!v.is_number_integer() || v.get<int64_t>() < 0) throw Bad{where + key + " = " + v.dump() + " (must be an integer >= 0)"};
+  if (!is_int64(v) || v.get<int64_t>() < 0) throw Bad{where + key + " = " + v.dump() + " (must be an integer >= 0)"};
   return v.get<int64_t>();
 }
 
@@ -80,9 +99,7 @@ void read_measured(const json& j, const char* key, std::array<std::vector<Point>
 void read_level_steps(const json& st, const std::string& where, LevelParams& p) {
   if (!st.is_object()) throw Bad{where + " is not an object"};
   const std::string w = where + ".";
-  const double members = number(st, "members", w, 2);
-  p.step_members = static_cast<int>(members);
-  if (p.step_members != members) throw Bad{w + "members is not an integer"};
+  p.step_members = int_of(st, "members", w, 2);
   for (config::Coll c : {config::Coll::Allreduce, config::Coll::Allgather, config::Coll::ReduceScatterBlock,
                          config::Coll::Bcast}) {
     const char* name = config::kCollKeys[static_cast<size_t>(c)];
@@ -105,9 +122,7 @@ LevelParams read_level(const json& j, const std::string& where) {
     for (size_t i = 0; i < c.size(); ++i) {
       const std::string w = where + "concurrent[" + std::to_string(i) + "].";
       FlowPoint fp;
-      const double f = number(c[i], "flows", w, 1);
-      fp.flows = static_cast<int>(f);
-      if (fp.flows != f) throw Bad{w + "flows is not an integer"};
+      fp.flows = int_of(c[i], "flows", w, 1);
       fp.ns_per_byte = number(c[i], "ns_per_byte", w);
       if (!p.concurrent.empty() && fp.flows <= p.concurrent.back().flows) throw Bad{w + "flows not ascending"};
       p.concurrent.push_back(fp);
@@ -119,9 +134,7 @@ LevelParams read_level(const json& j, const std::string& where) {
     const json& l = j.at("ladder");
     const std::string w = where + "ladder.";
     if (!l.is_object()) throw Bad{where + "ladder is not an object"};
-    const double f = number(l, "flows", w, 1);
-    p.ladder_flows = static_cast<int>(f);
-    if (p.ladder_flows != f) throw Bad{w + "flows is not an integer"};
+    p.ladder_flows = int_of(l, "flows", w, 1);
     const json& pts = need(l, "points", w);
     if (!pts.is_array() || pts.empty()) throw Bad{w + "points is not a non-empty list"};
     for (size_t i = 0; i < pts.size(); ++i) {
@@ -198,10 +211,8 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
     throw Bad{"measured with " + fam.get<std::string>() + ", this libhier is built for " + to_string(family)};
   m.family = family;
   m.scatterv_sequential = family == Family::OpenMPI;
-  const double nodes = number(mach, "nodes", "machine.", 1), rpn = number(mach, "ranks_per_node", "machine.", 1);
-  m.nodes = static_cast<int>(nodes);
-  m.ranks_per_node = static_cast<int>(rpn);
-  if (m.nodes != nodes || m.ranks_per_node != rpn) throw Bad{"machine.nodes / ranks_per_node are not integers"};
+  m.nodes = int_of(mach, "nodes", "machine.", 1);
+  m.ranks_per_node = int_of(mach, "ranks_per_node", "machine.", 1);
   if (job.nodes > 0 && (job.nodes != m.nodes || job.ranks_per_node != m.ranks_per_node))
     throw Bad{"measured on " + std::to_string(m.nodes) + " nodes x " + std::to_string(m.ranks_per_node) +
               " ranks, this job runs " + std::to_string(job.nodes) + " x " + std::to_string(job.ranks_per_node)};
@@ -264,7 +275,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
         std::vector<int64_t>& v = m.chunk_bytes[static_cast<size_t>(ci)];
         v.clear();
         for (const json& x : c) {
-          if (!x.is_number_integer() || x.get<int64_t>() <= 0)
+          if (!is_int64(x) || x.get<int64_t>() <= 0)
             throw Bad{"pipeline.chunk_bytes." + name + ": " + x.dump() + " (sizes > 0)"};
           v.push_back(x.get<int64_t>());
         }
@@ -323,6 +334,11 @@ bool parse(const std::string& text, Family family, const JobShape& job, const Mo
            std::string& err) {
   out = TuneFile{};
   out.model = base;
+  // The parser recurses once per nesting level: a deeply nested file must not exhaust the stack.
+  if (util::json_nesting_depth(text) > kMaxTuneDepth) {
+    err = "nested deeper than " + std::to_string(kMaxTuneDepth) + " levels";
+    return false;
+  }
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     err = "not a JSON object";
@@ -366,16 +382,12 @@ TuneFile load(const std::string& path, Family family, const JobShape& job) {
   TuneFile t;
   t.model = builtin(family);
   if (path.empty()) return t;
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string err;
+  std::string text, err;
   TuneFile f;
-  if (!in) err = "cannot read the file";
-  if (err.empty() && parse(ss.str(), family, job, t.model, f, err)) {
+  if (util::read_file_capped(path, kMaxTuneBytes, text, err) && parse(text, family, job, t.model, f, err)) {
     f.source = path;
     if (f.version == 2) f.model.source = path;
-    f.text = ss.str();
+    f.text = text;
     return f;
   }
   t.warning = "HIER_TUNE_FILE=" + path + ": " + err + "; using the built-in model";

@@ -13,7 +13,11 @@ static void fault_marker(int rank, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  int provided = 0;
+  if (getenv("HANG_INIT_THREAD")) /* HIER_PROGRESS=thread needs MPI_THREAD_MULTIPLE */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  else
+    MPI_Init(&argc, &argv);
   const char* mode = argc > 1 ? argv[1] : "none";
   const int secs = argc > 2 ? atoi(argv[2]) : 4;
   int rank, size;
@@ -24,12 +28,78 @@ int main(int argc, char** argv) {
   int i;
   for (i = 0; i < 3; ++i) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* no fault here */
 
+  if (!strcmp(mode, "hostile")) {
+    /* The driver attacks every rank's side channel while all wait here, outside MPI, until it
+     * creates the file argv[3]; then the sleep case must still be reported. */
+    const char* go = argc > 3 ? argv[3] : "";
+    printf("READY rank %d pid %d\n", rank, (int)getpid());
+    fflush(stdout);
+    while (access(go, F_OK) != 0) usleep(20 * 1000);
+    mode = "sleep";
+  } else if (!strcmp(mode, "symlink")) {
+    mode = "sleep"; /* the driver planted symlinks at the report paths */
+  }
+
   if (!strcmp(mode, "sleep")) {
     if (rank == victim) {
       fault_marker(rank, "sleep");
       sleep(secs); /* SITE:sleep */
     }
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:allreduce */
+  } else if (!strcmp(mode, "isleep") || !strcmp(mode, "isleep_thread") || !strcmp(mode, "itest")) {
+    /* Nonblocking: the others wait in MPI_Wait (or a loop of MPI_Test) on an MPI_Iallreduce that
+     * rank 1 has not started. */
+    MPI_Request req;
+    int flag = 0;
+    if (rank == victim) {
+      fault_marker(rank, "sleep");
+      sleep(secs); /* SITE:isleep */
+    }
+    MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    if (!strcmp(mode, "itest"))
+      while (!flag) {
+        MPI_Test(&req, &flag, MPI_STATUS_IGNORE); /* SITE:test */
+        usleep(1000);
+      }
+    else
+      MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:wait */
+  } else if (!strcmp(mode, "istop")) {
+    MPI_Request req;
+    if (rank == victim) {
+      fault_marker(rank, "stop");
+      raise(SIGSTOP);
+    }
+    MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:iwait_stop */
+  } else if (!strcmp(mode, "imismatch")) {
+    int n = 1 << 16;
+    double* buf = calloc((size_t)n, sizeof(double));
+    double* out = calloc((size_t)n, sizeof(double));
+    MPI_Request req;
+    if (rank == victim) {
+      fault_marker(rank, "mismatch");
+      MPI_Ibcast(buf, n, MPI_DOUBLE, victim, MPI_COMM_WORLD, &req); /* SITE:ibcast_mm */
+    } else {
+      /* Open MPI blocks inside this call on a mismatch: the report names this line then */
+      MPI_Iallreduce(buf, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req); /* SITE:iallreduce_mm */
+    }
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:iwait_mm */
+    MPI_Barrier(MPI_COMM_WORLD);
+    free(buf);
+    free(out);
+  } else if (!strcmp(mode, "ipersist")) {
+#if MPI_VERSION >= 4
+    /* A persistent allreduce (MPI-4): initialized by all, started by all but rank 1, who sleeps. */
+    MPI_Request req;
+    MPI_Allreduce_init(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    if (rank == victim) {
+      fault_marker(rank, "sleep");
+      sleep(secs); /* SITE:psleep */
+    }
+    MPI_Start(&req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:pwait */
+    MPI_Request_free(&req);
+#endif
   } else if (!strcmp(mode, "stop")) {
     if (rank == victim) {
       fault_marker(rank, "stop");

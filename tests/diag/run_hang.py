@@ -7,7 +7,17 @@ does. The job then ends as it would without libhier (a clean exit where the prog
 killed by this script where it would hang forever).
 
 usage: run_hang.py --mpi openmpi|mpich --mpiexec PATH --lib libhier.so --exe hang --src hang.c MODE
-MODE: none sleep stop kill mismatch split
+MODE: none sleep stop kill mismatch split hostile symlink isleep isleep_thread itest
+  isleep, itest: the sleep case with MPI_Iallreduce + MPI_Wait (a loop of MPI_Test): the report
+    names the collective, the waiting ranks at their MPI_Wait / MPI_Test line, the sleeping rank;
+  isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE);
+  istop, imismatch: the stop and mismatch cases with MPI_Iallreduce (rank 1 MPI_Ibcast) + MPI_Wait;
+  ipersist: the sleep case with a persistent MPI_Allreduce_init + MPI_Start + MPI_Wait (MPI-4).
+  hostile: before the sleep case, while every rank waits outside MPI, hostile clients talk to each
+    rank's side channel (hostile.py): none may get a byte back, no socket may listen on 0.0.0.0,
+    and the sleep case must then be reported as usual.
+  symlink: the sleep case with symlinks planted at rank 0's report, its hang file and its debug
+    log: their targets must stay untouched, the report and hang file be regular files of valid JSON.
 """
 import argparse
 import glob
@@ -21,6 +31,7 @@ import threading
 import time
 
 from common import fail, site_line
+from hostile import attack_side_channels
 
 LIMIT = 2.0
 NP = 4
@@ -59,6 +70,19 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix=f"hier-hang-{a.mode}-")
     env_vars = {"LD_PRELOAD": a.lib, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
+    if a.mode == "isleep_thread":
+        env_vars.update({"HIER_PROGRESS": "thread", "HANG_INIT_THREAD": "1"})
+    if a.mode == "hostile":
+        env_vars["HIER_DEBUG"] = "INFO"  # each rank logs its side channel's addresses
+    planted = {}  # symlink -> its target, which must stay untouched
+    if a.mode == "symlink":
+        env_vars["HIER_DEBUG_FILE"] = f"{tmp}/debug%r.log"
+        for name in ("r0.json", "hier-hang-0-4.json", "debug0.log"):
+            target = f"{tmp}/precious-{name}"
+            with open(target, "w") as f:
+                f.write("precious\n")
+            os.symlink(target, f"{tmp}/{name}")
+            planted[f"{tmp}/{name}"] = target
     cmd = [a.mpiexec]
     if a.mpi == "openmpi":
         cmd += ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
@@ -74,7 +98,8 @@ def main():
             cmd += ["-disable-auto-cleanup"]
     cmd += a.launcher.split()
     sleep_s = str(int(LIMIT) + 4)
-    cmd += ["-n", str(NP), a.exe, a.mode, sleep_s]
+    go = f"{tmp}/go"
+    cmd += ["-n", str(NP), a.exe, a.mode, sleep_s, go]
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if a.cluster:  # minicluster passes the caller's HIER_* variables to the ranks, LD_PRELOAD by --preload
@@ -107,7 +132,8 @@ def main():
                     return t, l
         return None, None
 
-    hang_files = lambda: sorted(glob.glob(f"{tmp}/hier-hang-*.json"))
+    hang_files = lambda: sorted(f for f in glob.glob(f"{tmp}/hier-hang-*.json") if not os.path.islink(f))
+    attacked = None  # the hostile clients' findings, and their connections held open to the end
     t_fault = victim_pid = t_report = None
     continued = False
     finalize_hang = False
@@ -115,6 +141,19 @@ def main():
     expect_hang = a.mode != "none"
     while time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.05)
+        if a.mode == "hostile" and attacked is None:
+            with lock:
+                ready = [l for _, s, l in lines if l.startswith("READY ")]
+            if len(ready) == NP:
+                with lock:
+                    adv = {}
+                    for _, _, l in lines:
+                        m = re.search(r"libhier\[(\d+)\].*side channel on (.*)$", l)
+                        if m:
+                            adv[int(m.group(1))] = [(x.split(":")[0], int(x.split(":")[1])) for x in m.group(2).split()]
+                pids = {int(l.split()[2]): int(l.split()[4]) for l in ready}
+                attacked = attack_side_channels([pids[r] for r in range(NP)], adv)
+                open(go, "w").close()
         if t_fault is None:
             t_fault, l = find(lambda l: l.startswith("FAULT "))
             if l:
@@ -122,11 +161,11 @@ def main():
         if t_report is None and hang_files():
             t_report, _ = find(lambda l: "HANG:" in l)
             t_report = t_report or time.monotonic()
-        if a.mode == "stop" and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
+        if a.mode in ("stop", "istop") and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
             time.sleep(0.5)  # let the report be complete
             os.kill(victim_pid, signal.SIGCONT)
             continued = True
-        if a.mode in ("kill", "mismatch") and t_report and time.monotonic() > t_report + 1.0:
+        if a.mode in ("kill", "mismatch", "imismatch") and t_report and time.monotonic() > t_report + 1.0:
             break  # without libhier this job would hang: end it as a user would
         if a.cluster and a.mpi == "mpich":
             # MPICH 4.0.2 over UCX's TCP transport can hang in MPI_Finalize after the work is
@@ -138,7 +177,7 @@ def main():
                 finalize_hang = True
                 break
     if p.poll() is None:
-        if a.mode not in ("kill", "mismatch") or not t_report:
+        if a.mode not in ("kill", "mismatch", "imismatch") or not t_report:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             for t in ts:
@@ -156,6 +195,28 @@ def main():
         t.join(5)
     out = "\n".join(f"[{s}] {l}" for _, s, l in lines)
     print(out)
+    if a.mode == "hostile":
+        if attacked is None:
+            fail("the ranks never got ready for the hostile clients")
+        print(attacked.summary())
+        attacked.close()
+        if attacked.problems:
+            fail("; ".join(attacked.problems))
+    for link, target in planted.items():
+        with open(target) as f:
+            if f.read() != "precious\n":
+                fail(f"the symlink {link} was followed: {target} changed")
+    if a.mode == "symlink":
+        if not re.search(r"HIER_DEBUG_FILE: cannot open .*debug0\.log", out):
+            fail("no one-line warning for the symlinked HIER_DEBUG_FILE")
+        for name in ("r0.json", "hier-hang-0-4.json"):
+            path = f"{tmp}/{name}"
+            if os.path.islink(path) or not os.path.isfile(path):
+                fail(f"{path} is not a regular file written by libhier")
+            with open(path) as f:
+                json.load(f)
+            if os.stat(path).st_mode & 0o777 != 0o600:
+                fail(f"{path} has mode {oct(os.stat(path).st_mode & 0o777)}, expected 0600")
     hang_lines = [l for _, s, l in lines if "HANG:" in l]
     files = hang_files()
 
@@ -195,24 +256,35 @@ def main():
         if not cond:
             fail(what)
 
-    if a.mode == "mismatch":
-        expect(j["collective"] in ("MPI_Allreduce", "MPI_Bcast"), "collective named")
+    if a.mode in ("mismatch", "imismatch"):
+        i = a.mode == "imismatch"
+        ar, bc = ("MPI_Iallreduce", "MPI_Ibcast") if i else ("MPI_Allreduce", "MPI_Bcast")
+        expect(j["collective"] in (ar, bc), "collective named")
         mm = {c["call"].split("(")[0]: c["ranks"] for c in j.get("mismatch", [])}
-        expect(mm.get("MPI_Bcast") == [1], f"mismatch names rank 1's MPI_Bcast: {mm}")
-        expect(mm.get("MPI_Allreduce") == [0, 2, 3], f"mismatch names ranks 0,2,3's MPI_Allreduce: {mm}")
+        # A rank past the call is named by the blocking form its signature records.
+        bcast = mm.get(bc, mm.get("MPI_Bcast"))
+        expect(bcast == [1], f"mismatch names rank 1's {bc}: {mm}")
+        expect(mm.get(ar) == [0, 2, 3], f"mismatch names ranks 0,2,3's {ar}: {mm}")
         sites = {r: w["call_site"] for r, w in waiting.items()}
+        # Nonblocking: in the MPI_I... call itself, or in the MPI_Wait after it.
         for r in (0, 2, 3):
             if r in waiting:
-                expect(sites[r].startswith(site_line(a.src, "allreduce_mm")), f"rank {r} call site {sites[r]}")
+                want = tuple(site_line(a.src, m) for m in (("iallreduce_mm", "iwait_mm") if i else ("allreduce_mm",)))
+                expect(sites[r].startswith(want), f"rank {r} call site {sites[r]}, expected one of {want}")
         if 1 in waiting:
-            expect(waiting[1]["call_site"].startswith(site_line(a.src, "bcast")), f"rank 1 call site {waiting[1]}")
+            want = tuple(site_line(a.src, m) for m in (("ibcast_mm", "iwait_mm") if i else ("bcast",)))
+            expect(waiting[1]["call_site"].startswith(want), f"rank 1 call site {waiting[1]}")
         # The job would hang without libhier; this script ended it.
         print("PASS: mismatch reported")
         return
 
-    expect(j["collective"] == "MPI_Allreduce", f"collective {j['collective']}")
+    kind = "sleep" if a.mode in ("hostile", "symlink") else a.mode
+    nonblocking = kind in ("isleep", "isleep_thread", "itest", "ipersist", "istop")
+    want_coll = {"ipersist": "MPI_Allreduce_init"}.get(kind, "MPI_Iallreduce" if nonblocking else "MPI_Allreduce")
+    expect(j["collective"] == want_coll, f"collective {j['collective']}, expected {want_coll}")
     expect(list(missing) == [victim], f"missing ranks {list(missing)}, expected [{victim}]")
-    site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split"}[a.mode]
+    site = {"sleep": "allreduce", "stop": "allreduce_stop", "kill": "allreduce_kill", "split": "allreduce_split",
+            "isleep": "wait", "isleep_thread": "wait", "itest": "test", "ipersist": "pwait", "istop": "iwait_stop"}[kind]
     want = site_line(a.src, site)
     members = [1, 3] if a.mode == "split" else list(range(NP))
     expect(j["communicator"]["world_ranks"] == members, f"communicator world ranks {j['communicator']}")
@@ -220,15 +292,15 @@ def main():
     for r, w in waiting.items():
         expect(w["call_site"].startswith(want), f"rank {r} call site {w['call_site']}, expected {want}")
     m = missing[victim]
-    if a.mode in ("sleep", "split"):
+    if kind in ("sleep", "split") or (nonblocking and kind != "istop"):
         expect(m["state"] == "not_arrived", f"state {m}")
-        sl = site_line(a.src, "sleep" if a.mode == "sleep" else "sleep_split")
+        sl = site_line(a.src, {"sleep": "sleep", "split": "sleep_split", "ipersist": "psleep"}.get(kind, "isleep"))
         expect(sl in m["what"] and "not in MPI" in m["what"], f"missing rank's activity {m['what']}, expected {sl}")
         expect(rc == 0 and "DONE" in out, f"the job must finish normally after the sleep: rc={rc}")
-    elif a.mode == "stop":
+    elif kind in ("stop", "istop"):
         expect(m["state"] == "not_responding" and "stopped?" in m["what"], f"state {m}")
         expect(rc == 0 and "DONE" in out, f"the job must finish after SIGCONT: rc={rc}")
-    elif a.mode == "kill":
+    elif kind == "kill":
         expect(m["state"] == "gone", f"state {m}")
     print(f"PASS: {a.mode}")
 

@@ -128,7 +128,12 @@ TEST(Config, PathTemplates) {
 TEST(Config, Watchdog) {
   EXPECT_EQ(ok({{"HIER_WATCHDOG", "30"}}).watchdog_s, 30.0);
   EXPECT_EQ(ok({{"HIER_WATCHDOG", "0.5"}}).watchdog_s, 0.5);
-  for (const char* v : {"-1", "soon", "", "1e9", "nan"}) bad("HIER_WATCHDOG", v);
+  EXPECT_EQ(ok({{"HIER_WATCHDOG", "0.1"}}).watchdog_s, 0.1);
+  EXPECT_EQ(ok({{"HIER_WATCHDOG", "0"}}).watchdog_s, 0.0);
+  // Below the floor (0.1 s): 1e-300 would be a limit of 0 ns.
+  for (const char* v : {"-1", "soon", "", "1e9", "nan", "1e-300", "0.09"}) bad("HIER_WATCHDOG", v);
+  EXPECT_NE(bad("HIER_WATCHDOG", "1e-300").find("HIER_WATCHDOG='1e-300' is invalid (below the floor of 0.1 s)"),
+            std::string::npos);
 }
 
 TEST(Config, Chunk) {

@@ -515,6 +515,11 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
   negative.replace(negative.find("\"latency_ns\":2000"), 17, "\"latency_ns\":-5");
   std::string bad_policy = v2();
   bad_policy.replace(bad_policy.find("\"never\""), 7, "\"sometimes\"");
+  // Counts above INT_MAX are refused before the cast to int (undefined behaviour otherwise).
+  std::string huge_nodes = v2();
+  huge_nodes.replace(huge_nodes.find("\"nodes\":2"), 9, "\"nodes\":3000000000");
+  std::string huge_flows = v2();
+  huge_flows.replace(huge_flows.find("\"flows\":4"), 9, "\"flows\":1e300");
   const Case cases[] = {
       {"{not json", "not a JSON object"},
       {"[1,2]", "not a JSON object"},
@@ -527,6 +532,10 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
       {missing, "levels.inter missing (required when machine.nodes > 1)"},
       {negative, "levels.inter.latency_ns = -5"},
       {bad_policy, "policy 'sometimes'"},
+      {huge_nodes, "machine.nodes = 3000000000 (an integer from 1 to 2147483647)"},
+      {huge_flows, "flows = 1e+300 (an integer from 1 to 2147483647)"},
+      // The parser recurses per level: a deep file is refused before it is parsed.
+      {std::string(100000, '['), "nested deeper than 32 levels"},
   };
   int i = 0;
   for (const Case& c : cases) {
@@ -547,6 +556,9 @@ TEST(ModelLoad, EveryErrorIsOneLineAndTheBuiltin) {
   }
   const model::TuneFile none = model::load("/nonexistent/tune.json", model::Family::OpenMPI, {});
   EXPECT_NE(none.warning.find("cannot read the file"), std::string::npos);
+  // A device is refused at once (reading /dev/zero would never end).
+  EXPECT_EQ(model::load("/dev/zero", model::Family::OpenMPI, {}).warning,
+            "HIER_TUNE_FILE=/dev/zero: not a regular file; using the built-in model");
   EXPECT_TRUE(model::load("", model::Family::OpenMPI, {}).warning.empty());
 }
 
@@ -680,7 +692,7 @@ TEST(ModelLoad, LadderOptionalOldFilesStillLoad) {
   EXPECT_DOUBLE_EQ(t.model.intra.message_ns(34816, 1), 3000);
   for (auto [from, to, expect] : {std::tuple<std::string, std::string, std::string>{
                                       "\"bytes\":65536", "\"bytes\":2048", "levels.intra.ladder.points[1].bytes not ascending"},
-                                  {"\"flows\":4,\"points\"", "\"flows\":2.5,\"points\"", "levels.intra.ladder.flows is not an integer"},
+                                  {"\"flows\":4,\"points\"", "\"flows\":2.5,\"points\"", "levels.intra.ladder.flows = 2.5 (an integer from 1 to 2147483647)"},
                                   {"\"points\":[", "\"pts\":[", "missing levels.intra.ladder.points"}}) {
     std::string bad = with;
     bad.replace(bad.find(from), from.size(), to);
@@ -732,7 +744,7 @@ TEST(ModelLoad, LevelStepsOptionalAndChecked) {
   EXPECT_DOUBLE_EQ(model::hier_cost(call, s4, t.model, Algorithm::RsArAg, 1),
                    model::hier_cost(call, s4, plain.model, Algorithm::RsArAg, 1));
   for (auto [from, to, expect] : std::initializer_list<std::tuple<std::string, std::string, std::string>>{
-           {"\"members\":2", "\"members\":2.5", "levels.inter.steps.members is not an integer"},
+           {"\"members\":2", "\"members\":2.5", "levels.inter.steps.members = 2.5 (an integer from 2 to 2147483647)"},
            {"\"members\":2", "\"members\":1", "levels.inter.steps.members = 1 (must be >= 2"},
            {"\"members\":2,", "", "missing levels.inter.steps.members"},
            {"\"bytes\":65536", "\"bytes\":16384", "levels.inter.steps.allreduce[1].bytes not ascending"},

@@ -50,6 +50,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "util/files.hpp"
 #include "measure.hpp"
 
 namespace {
@@ -156,16 +157,12 @@ int main(int argc, char** argv) {
   // Check the output file first, so that a bad path costs no measurement.
   int writable = 1;
   if (rank == 0 && !out.empty()) {
-    // (appending nothing, and removing it again if it was not there: the file appears only
-    // once complete, so that a launcher may wait for it)
-    const bool existed = access(out.c_str(), F_OK) == 0;
-    FILE* f = std::fopen(out.c_str(), "a");
-    if (!f) {
-      std::fprintf(stderr, "hier-tune: cannot write %s: %s\n", out.c_str(), std::strerror(errno));
+    // (a temporary file beside it, created and removed: nothing at the path itself is opened,
+    // created or followed; the file appears only once complete, so that a launcher may wait for it)
+    std::string err;
+    if (!hier::util::can_create_beside(out, err)) {
+      std::fprintf(stderr, "hier-tune: cannot write %s: %s\n", out.c_str(), err.c_str());
       writable = 0;
-    } else {
-      std::fclose(f);
-      if (!existed) std::remove(out.c_str());
     }
   }
   PMPI_Bcast(&writable, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -267,9 +264,10 @@ int main(int argc, char** argv) {
     if (out.empty()) {
       std::fputs(text.c_str(), stdout);
     } else {
-      FILE* f = std::fopen(out.c_str(), "w");
-      if (!f || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0) {
-        std::fprintf(stderr, "hier-tune: cannot write %s\n", out.c_str());
+      // A new 0600 file beside it, renamed over it: never written through a symlink planted there.
+      std::string err;
+      if (!hier::util::write_file_replacing(out, text, err)) {
+        std::fprintf(stderr, "hier-tune: cannot write %s: %s\n", out.c_str(), err.c_str());
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
       std::fprintf(stderr, "hier-tune: wrote %s in %.0f s (%d nodes x %d ranks; use HIER_TUNE_FILE=%s)\n", out.c_str(),

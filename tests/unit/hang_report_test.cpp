@@ -1,0 +1,226 @@
+// The hang report (src/diag/hang_report.cpp) on made-up answers: each state a missing member can
+// be in, the waiting list, the mismatch, hostile text from a peer; and the rule that picks the one
+// rank that investigates, run as a protocol simulation of 1,000 ranks.
+#include "diag/hang_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "hier/fn.hpp"
+
+using namespace hier::diag;
+using nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kKey = 0xabc1, kSeq = 4;
+
+int fn_id(const char* name) {
+  for (int f = 0; f < static_cast<int>(hier::Fn::Count); ++f)
+    if (std::string(hier::kFnNames[f]) == name) return f;
+  return -1;
+}
+
+HangCall call_of(int n) {
+  HangCall c;
+  c.reporter = 0;
+  c.limit_s = 2;
+  c.waited_s = 2.2;
+  c.fn = fn_id("MPI_Allreduce");
+  c.seq = kSeq;
+  c.key = kKey;
+  c.count = 65536;
+  c.root = -1;
+  for (int i = 0; i < n; ++i) c.world.push_back(i);
+  return c;
+}
+
+MemberStatus waiting(int r) {
+  MemberStatus m;
+  m.world = r;
+  m.host = "node";
+  m.pid = 1000 + r;
+  m.known = true;
+  m.seq_on_comm = kSeq;
+  m.in_call = true;
+  m.fn = "MPI_Allreduce";
+  m.call_key = kKey;
+  m.call_seq = kSeq;
+  m.count = 65536;
+  m.elapsed_ms = 2200;
+  m.site = "hang.c:32 (main)";
+  return m;
+}
+
+MemberStatus missing(int r) {
+  MemberStatus m = waiting(r);
+  m.in_call = false;
+  m.fn.clear();
+  m.call_key = m.call_seq = 0;
+  m.seq_on_comm = kSeq - 1;
+  m.site = "hang.c:30 (main)";
+  m.doing = "not in MPI, main thread sleeping in clock_nanosleep() at hang.c:30 (main)";
+  return m;
+}
+
+json report_of(const std::vector<MemberStatus>& ms) {
+  const HangReport r = build_hang_report(call_of(static_cast<int>(ms.size())), ms);
+  json j = json::parse(r.json);  // throws (fails the test) when not valid JSON
+  j["_lines"] = r.lines;
+  return j;
+}
+
+}  // namespace
+
+TEST(HangReport, NotArrived) {
+  const json j = report_of({waiting(0), missing(1), waiting(2), waiting(3)});
+  EXPECT_EQ(j["format"], "libhier-hang/1");
+  EXPECT_EQ(j["collective"], "MPI_Allreduce");
+  EXPECT_EQ(j["sequence"], kSeq);
+  ASSERT_EQ(j["waiting"].size(), 3u);
+  EXPECT_EQ(j["waiting"][1]["rank"], 2);
+  EXPECT_EQ(j["waiting"][1]["call_site"], "hang.c:32 (main)");
+  ASSERT_EQ(j["missing"].size(), 1u);
+  EXPECT_EQ(j["missing"][0]["rank"], 1);
+  EXPECT_EQ(j["missing"][0]["state"], "not_arrived");
+  EXPECT_EQ(j["missing"][0]["call_site"], "hang.c:30 (main)");
+  EXPECT_EQ(j["missing"][0]["collectives_started"], kSeq - 1);
+  EXPECT_FALSE(j.contains("mismatch"));
+  const std::vector<std::string> lines = j["_lines"];
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("HANG: MPI_Allreduce #4 on a communicator of 4 ranks (world ranks 0-3)", 0), 0u);
+  EXPECT_EQ(lines[1], "  waiting (3): rank 0 at hang.c:32 (main); rank 2 at hang.c:32 (main); rank 3 at hang.c:32 (main); ");
+  EXPECT_NE(lines[2].find("missing rank 1 (node pid 1001): not in MPI"), std::string::npos);
+  EXPECT_NE(lines[2].find("it has started 3 of 4 collectives"), std::string::npos);
+}
+
+TEST(HangReport, InOtherCollective) {
+  MemberStatus m = missing(1);
+  m.in_call = true;
+  m.fn = "MPI_Bcast";
+  m.call_key = 0x77;  // another communicator
+  m.call_seq = 9;
+  m.site = "app.c:5 (f)";
+  const json j = report_of({waiting(0), m});
+  EXPECT_EQ(j["missing"][0]["state"], "in_other_collective");
+  EXPECT_EQ(j["missing"][0]["call"], "MPI_Bcast");
+  EXPECT_EQ(j["missing"][0]["call_site"], "app.c:5 (f)");
+}
+
+TEST(HangReport, AheadInALaterCallOrDone) {
+  MemberStatus later = waiting(1);
+  later.call_seq = kSeq + 1;  // in the next call on this communicator
+  later.seq_on_comm = kSeq + 1;
+  later.sig_at_seq = call_signature(fn_id("MPI_Allreduce"), 65536, -1);  // ran the same call: no mismatch
+  MemberStatus done = missing(2);
+  done.seq_on_comm = kSeq;  // left this call (e.g. a bcast root)
+  done.sig_at_seq = later.sig_at_seq;
+  const json j = report_of({waiting(0), later, done});
+  EXPECT_EQ(j["missing"][0]["state"], "ahead");
+  EXPECT_EQ(j["missing"][1]["state"], "ahead");
+  EXPECT_FALSE(j.contains("mismatch"));
+}
+
+TEST(HangReport, NotRespondingAndGone) {
+  MemberStatus stopped, unreachable, gone;
+  stopped.world = 1;
+  stopped.reach = MemberStatus::NoAnswer;
+  unreachable.world = 2;
+  unreachable.reach = MemberStatus::Unreachable;
+  gone.world = 3;
+  gone.reach = MemberStatus::Gone;
+  const json j = report_of({waiting(0), stopped, unreachable, gone});
+  EXPECT_EQ(j["missing"][0]["state"], "not_responding");
+  EXPECT_EQ(j["missing"][1]["state"], "not_responding");
+  EXPECT_EQ(j["missing"][2]["state"], "gone");
+}
+
+TEST(HangReport, Mismatch) {
+  MemberStatus bcast = waiting(1);
+  bcast.fn = "MPI_Bcast";
+  bcast.root = 1;
+  const json j = report_of({waiting(0), bcast, waiting(2)});
+  ASSERT_TRUE(j.contains("mismatch"));
+  ASSERT_EQ(j["mismatch"].size(), 2u);
+  const std::vector<std::string> lines = j["_lines"];
+  EXPECT_EQ(lines.back(),
+            "  MISMATCH at this sequence number: ranks 0,2 called MPI_Allreduce(count 65536); ranks 1 called "
+            "MPI_Bcast(count 65536, root 1);");
+}
+
+TEST(HangReport, HostileTextStaysValidJson) {
+  MemberStatus m = missing(1);
+  m.host = "a\xff\xfe\nb";
+  m.doing = std::string("bad \xc3\x28 utf8\tand\x01control") + std::string(5000, 'x');
+  const HangReport r = build_hang_report(call_of(2), {waiting(0), m});
+  const json j = json::parse(r.json);
+  const std::string doing = j["missing"][0]["doing"];
+  EXPECT_LE(doing.size(), 600u);  // capped (plus replacement characters)
+  EXPECT_EQ(doing.find('\t'), std::string::npos);
+  for (const std::string& l : r.lines) EXPECT_EQ(l.find('\n'), std::string::npos);
+}
+
+TEST(PickInvestigator, LowestWaitingAsksAndTheOthersDefer) {
+  // 0 waits: everyone above defers to it after one question.
+  std::vector<bool> w = {true, false, true, true};
+  auto ask = [&](const std::vector<int>& idx) {
+    std::vector<bool> r;
+    for (int i : idx) r.push_back(w[static_cast<size_t>(i)]);
+    return r;
+  };
+  EXPECT_EQ(pick_investigator(0, ask), 0);
+  EXPECT_EQ(pick_investigator(2, ask), 0);
+  EXPECT_EQ(pick_investigator(3, ask), 0);
+  w = {false, false, true, true};
+  EXPECT_EQ(pick_investigator(2, ask), 2);
+  EXPECT_EQ(pick_investigator(3, ask), 2);
+}
+
+// 1,000 ranks: the members at `missing_at` have not arrived (or are gone), all others wait. Every
+// waiting rank runs the rule against the others' states; exactly one investigates, the lowest
+// waiting one, its report names every member once and in the right list, and no rank is asked
+// more than once by each other rank.
+TEST(PickInvestigator, SimulatedThousandRanks) {
+  constexpr int n = 1000;
+  for (const std::vector<int>& missing_at : std::vector<std::vector<int>>{{1}, {0}, {0, 1, 2, 3, 500}, {999}}) {
+    std::vector<MemberStatus> state(n);
+    for (int r = 0; r < n; ++r) state[static_cast<size_t>(r)] = waiting(r);
+    for (int r : missing_at) state[static_cast<size_t>(r)] = r == 0 ? MemberStatus{} : missing(r);
+    if (missing_at[0] == 0) {
+      state[0].world = 0;
+      state[0].reach = MemberStatus::Gone;
+    }
+    std::vector<int> asked(n, 0);
+    std::vector<int> investigators;
+    for (int me = 0; me < n; ++me) {
+      if (!waiting_in(state[static_cast<size_t>(me)], kKey, kSeq)) continue;
+      const int who = pick_investigator(me, [&](const std::vector<int>& idx) {
+        std::vector<bool> r;
+        for (int i : idx) {
+          ++asked[static_cast<size_t>(i)];
+          r.push_back(waiting_in(state[static_cast<size_t>(i)], kKey, kSeq));
+        }
+        return r;
+      });
+      if (who == me) investigators.push_back(me);
+      else EXPECT_TRUE(waiting_in(state[static_cast<size_t>(who)], kKey, kSeq));
+    }
+    int lowest = 0;
+    while (!waiting_in(state[static_cast<size_t>(lowest)], kKey, kSeq)) ++lowest;
+    ASSERT_EQ(investigators, std::vector<int>{lowest});
+    for (int r = 0; r < n; ++r) EXPECT_LE(asked[static_cast<size_t>(r)], n - 1) << "rank " << r;
+    // The investigator asks everyone (one question each) and reports.
+    const json j = report_of(state);
+    EXPECT_EQ(j["waiting"].size() + j["missing"].size(), static_cast<size_t>(n));
+    ASSERT_EQ(j["missing"].size(), missing_at.size());
+    for (size_t k = 0; k < missing_at.size(); ++k) {
+      EXPECT_EQ(j["missing"][k]["rank"], missing_at[k]);
+      EXPECT_EQ(j["missing"][k]["state"], missing_at[k] == 0 ? "gone" : "not_arrived");
+    }
+    EXPECT_FALSE(j.contains("mismatch"));
+  }
+}
