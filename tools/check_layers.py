@@ -28,11 +28,12 @@ ALLOWED = {
     "diag": {"config"},
     "device": {"config", "diag"},
     "quant": {"device", "config", "diag"},
-    "topo": {"config", "diag"},
+    "shm": {"diag"},  # shared memory of level communicators (HIER_SHM): below topo, which owns the segments
+    "topo": {"config", "diag", "shm"},
     "sched": {"topo", "config", "diag", "quant"},  # quant: the record format of quantized schedules
     "model": {"sched", "topo", "config", "diag"},
     "dtype": {"device", "config", "diag", "model"},
-    "exec": {"sched", "model", "topo", "dtype", "quant", "device", "config", "diag"},
+    "exec": {"sched", "model", "topo", "dtype", "quant", "device", "config", "diag", "shm"},
     "core": None,  # the top: everything below
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)

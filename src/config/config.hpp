@@ -26,6 +26,8 @@ inline constexpr const char* coll_key(Coll c) { return kCollKeys[static_cast<siz
 
 enum class Algo : uint8_t { Auto, Flat, Hier };
 enum class Quant : uint8_t { Off, Int8, Int4 };
+// HIER_SHM: level steps through shared memory (docs/shm.md).
+enum class ShmMode : uint8_t { Off, Auto, On };
 
 // One level of HIER_LEVELS, innermost first. size == 0: detect (hwloc / shared memory).
 struct Level {
@@ -51,6 +53,7 @@ struct Config {
   int quant_check_every = 0;       // HIER_QUANT_CHECK: check every Nth quantized call; 0 = off
   int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
+  ShmMode shm = ShmMode::Off;    // HIER_SHM: node-level steps through a shared segment
 
   Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }
   Quant quant_for(Coll c) const { return quant[static_cast<size_t>(c)]; }

@@ -39,6 +39,10 @@ struct Binding {
   char* residual = nullptr;
 };
 
+// Marks Via::Shm the steps of `s` on level communicators that have a shared-memory segment
+// (HIER_SHM; sched/transport.hpp), the same on every rank. Returns how many.
+int route_shm(sched::Schedule& s, const topo::Levels& lv);
+
 // Which level steps libhier runs itself (exec/direct.hpp) instead of the MPI's collective, for
 // `total` units (elements of *info, or bytes when info is null), from `from` bytes on (the
 // plan's choice, carried by the schedule: Schedule::direct_rs_from / padded_agv_from); has_tmp:
