@@ -31,7 +31,7 @@ ALLOWED = {
     "shm": {"diag"},  # shared memory of level communicators (HIER_SHM): below topo, which owns the segments
     "topo": {"config", "diag", "shm"},
     "sched": {"topo", "config", "diag", "quant"},  # quant: the record format of quantized schedules
-    "model": {"sched", "topo", "config", "diag"},
+    "model": {"sched", "topo", "config", "diag", "shm"},  # shm: the segment's geometry (HIER_SHM steps' rounds)
     "dtype": {"device", "config", "diag", "model"},
     "exec": {"sched", "model", "topo", "dtype", "quant", "device", "config", "diag", "shm"},
     "core": None,  # the top: everything below

@@ -54,7 +54,9 @@ Plan plan(const Call& call, const topo::Shape& shape, const Model& m, const conf
 
 // The predicted time of the hierarchical algorithm `a` in `chunks` chunks (the schedules of the
 // first node's ranks, costed for its first rank). Exposed for tests and hier-sim.
-double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sched::Algorithm a, int chunks);
+// `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes).
+double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sched::Algorithm a, int chunks,
+                 bool shm = false);
 
 // The smallest bytes (a power of 4) from which plan() goes hierarchical for `coll` on any of a
 // few probe shapes (the model's own, 2x2, 2x4, 4x2, 4x4), divided by 4: the cheap pre-check of

@@ -32,6 +32,10 @@ struct Header {
   uint64_t half = 0;    // bytes of one half of a slot
 };
 
+// Bytes of one half of a member's slot in the segments libhier builds (topo::build_levels): a
+// reduce-scatter of 16 MiB per rank runs in 16 rounds; pages are touched only as used.
+inline constexpr int64_t kHalfBytes = int64_t{1} << 20;
+
 class Step;  // a step running on the segment (exec/shm_steps.hpp implements them)
 
 class Segment {

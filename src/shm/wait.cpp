@@ -5,10 +5,6 @@
 
 namespace hier::shm {
 namespace {
-// Tries spent spinning, then yielding, before naps (docs/shm.md: the measured costs).
-constexpr uint64_t kSpin = 256, kYield = kSpin + 4096;
-constexpr long kNapNs = 20000;
-
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -20,12 +16,12 @@ inline void cpu_relax() {
 
 void Backoff::pause() {
   ++tries_;
-  if (tries_ <= kSpin) {
+  if (tries_ <= p_.spin) {
     cpu_relax();
-  } else if (tries_ <= kYield) {
+  } else if (tries_ <= p_.spin + p_.yield || p_.nap_ns <= 0) {
     sched_yield();
   } else {
-    const timespec ts{0, kNapNs};
+    const timespec ts{0, p_.nap_ns};
     nanosleep(&ts, nullptr);
   }
 }

@@ -25,10 +25,6 @@ bool wants_physical(const config::Config& cfg) {
   return false;
 }
 
-// Bytes of one half of a member's slot in a segment (shm/segment.hpp): a reduce-scatter of
-// 16 MiB per rank runs in 16 rounds of copy-in and reduction; pages are touched only as used.
-constexpr int64_t kShmHalf = int64_t{1} << 20;
-
 // HIER_SHM: a segment for each level communicator (of 2 members or more) whose members share
 // memory, then one agreement: a member that could not map one means no segment on any rank.
 // Every rank visits its communicators in the order they were created (as their creation did),
@@ -41,7 +37,7 @@ void attach_segments(Levels& lv, const std::vector<MPI_Comm>& comms) {
     PMPI_Comm_size(c, &n);
     if (n < 2 || lv.segment(c) || !shm::members_share_memory(c)) continue;
     bool f = false;
-    auto seg = shm::open_segment(c, kShmHalf, &f);
+    auto seg = shm::open_segment(c, shm::kHalfBytes, &f);
     failed |= f;
     if (seg) lv.segments.emplace_back(c, std::move(seg));
   }
