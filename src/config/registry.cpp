@@ -199,6 +199,16 @@ const VarSpec kVars[] = {
   {"HIER_LEVELS", "auto", "auto, or a list name[:N],... innermost first (e.g. gpu:2,node:4)",
    "Hierarchy levels: auto-detected, or listed innermost first; name:N groups N consecutive ranks (node:N fakes nodes).",
    apply_levels, true},
+  {"HIER_GPU_AWARE", "auto", "auto, 0 or 1",
+   "Whether the MPI accepts GPU device pointers (auto: asked through MPIX_GPU_query_support / MPIX_Query_cuda_support / MPIX_Query_rocm_support; none of them = no). If not, libhier copies device buffers of collectives, point-to-point calls and MPI_Pack/MPI_Unpack to host memory through the GPU runtime, so they work on an MPI that is not GPU-aware (docs/device-buffers.md). Must be the same on every rank.",
+   [](const std::string& v, Config& c) {
+     const std::string s = lower(trim(v));
+     if (s == "auto" || s.empty()) { c.gpu_aware = -1; return std::string(); }
+     bool b = false;
+     std::string err = parse_bool(s, b);
+     if (err.empty()) c.gpu_aware = b ? 1 : 0;
+     return err;
+   }, true},
   {"HIER_ALGO", "auto", "auto|flat|hier, or collective=auto|flat|hier,... (collectives: allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, bcast, reduce, barrier, alltoall)",
    "Algorithm per collective; auto lets the planner choose.",
    [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }, true},

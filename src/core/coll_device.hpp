@@ -143,7 +143,8 @@ inline Shape shape(Tag<Fn::Alltoall> tag, const void*& sb, int& sc, MPI_Datatype
 }
 
 // Host copies of this rank's device buffers, swapped into the arguments; copied back (the
-// written ones) by finish(). Only for a runtime loaded after the communicator's agreement.
+// written ones) by finish(). For a rank with device buffers on a communicator that runs host
+// schedules: the MPI is not GPU-aware, or the runtime was loaded after the agreement.
 class Staged {
  public:
   explicit Staged(Shape& s) : s_(s) {
@@ -176,5 +177,40 @@ class Staged {
   std::optional<device::HostStage> st_[2];
   int rc_ = MPI_SUCCESS;
 };
+
+// A request that is already complete, for a nonblocking call that ran to its end on host copies
+// (its staged buffers had to be copied back before returning): a generalized request, which
+// MPI_Wait / MPI_Test / MPI_Request_free accept like any other.
+inline int completed_request(MPI_Request* req) {
+  auto query = [](void*, MPI_Status* st) {
+    PMPI_Status_set_elements(st, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = MPI_UNDEFINED;
+    st->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+  };
+  auto free_fn = [](void*) { return MPI_SUCCESS; };
+  auto cancel_fn = [](void*, int) { return MPI_SUCCESS; };
+  int rc = PMPI_Grequest_start(query, free_fn, cancel_fn, nullptr, req);
+  return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*req) : rc;
+}
+
+// The MPI's own collective B on the (staged, host) arguments, for a call the planner leaves
+// flat: the user's device pointers must not reach an MPI that may not take them. A nonblocking
+// call completes here (its copies go back when this returns) and gets a completed request.
+template <Fn B, class... Args>
+int flat_on_host(MPI_Request* req, Args&... a) {
+  if constexpr (false) {
+  }
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...)                        \
+  else if constexpr (B == Fn::blocking) {                                                   \
+    if (!req) return PMPI_##blocking(a...);                                                 \
+    int rc = PMPI_##nonblocking(a..., req);                                                 \
+    if (rc == MPI_SUCCESS) rc = PMPI_Wait(req, MPI_STATUS_IGNORE);                          \
+    return rc == MPI_SUCCESS ? completed_request(req) : rc;                                 \
+  }
+#include "config/collectives.def"
+  else return MPI_ERR_INTERN;
+}
 
 }  // namespace hier::core::coll_device

@@ -13,6 +13,7 @@
 #include "core/coll_device.hpp"
 #include "core/colls.hpp"
 #include "core/wrap.hpp"
+#include "device/runtime_copy.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/entry.hpp"
 #include "exec/prepare.hpp"
@@ -55,34 +56,57 @@ std::optional<int> hierarchical(MPI_Request* req, Args... a) {
 // The hierarchical path of a collective with buffers, safe for device memory. Order matters:
 // every test before the communicator's agreement uses only what all ranks share (arguments,
 // configuration), so all ranks reach the agreement, and the same schedule, together.
+// A call the MPI runs as it is: the user's buffers, unless some are device memory the MPI does
+// not take; then the MPI's collective on host copies of them (a local choice: every rank calls
+// the same MPI collective either way).
 template <Fn B, class Fwd, class... Args>
-Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
-  coll_device::Shape s = coll_device::shape(coll_device::Tag<B>{}, a...);
-  if (!exec::may_rewrite(s.coll, s.type, s.count)) return passthrough(fwd);  // exec asks it again: cheap
-  const device::MemKind kind = s.kind();
-  // The communicator's context is built here, at the same call on every rank, with the flag
-  // "some rank has a GPU runtime" agreed on with its levels (exec::Context::gpu_anywhere).
-  if (!exec::host_schedules(s.comm)) {
+Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
+  if (kind == device::MemKind::Host) return passthrough(fwd);
+  if (device::mpi_gpu_aware(device::runtime()) || exec::persistent_init_scope()) {
     device::note_untouched(kind, config::coll_key(s.coll));
     return passthrough(fwd);
   }
+  coll_device::Staged staged(s);
+  if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
+  const int rc = coll_device::flat_on_host<B>(req, a...);
+  device::note_untouched(kind, "staged");
+  const int back = staged.finish();
+  return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
+}
+
+template <Fn B, class Fwd, class... Args>
+Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
+  coll_device::Shape s = coll_device::shape(coll_device::Tag<B>{}, a...);
+  // exec asks may_rewrite again: cheap. kind() is one atomic load without a GPU runtime.
+  if (!exec::may_rewrite(s.coll, s.type, s.count)) return to_mpi<B>(fwd, s, s.kind(), req, a...);
+  const device::MemKind kind = s.kind();
+  // The communicator's context is built here, at the same call on every rank, with the GPU
+  // state agreed on with its levels (exec::Context::device_to_mpi).
+  if (!exec::host_schedules(s.comm)) return to_mpi<B>(fwd, s, kind, req, a...);
   if (kind == device::MemKind::Host) {
     if (auto rc = hierarchical<B>(req, a...)) return {*rc, exec::take_algo_tag()};  // Hier, or HierInt8/4 (quantized)
     return passthrough(fwd);
   }
-  // The runtime came after the agreement: the other ranks may run the schedule, so this one
-  // must too, on host copies the MPI makes of its device buffers. Not for a persistent
-  // collective (its schedule runs at every MPI_Start, the copies would be gone): an error.
+  // Device buffers on a communicator that runs host schedules (the MPI is not GPU-aware, or the
+  // runtime came after the agreement): the other ranks may run the schedule, so this one must
+  // too, on host copies of its device buffers (made by the runtime, or by a GPU-aware MPI). Not
+  // for a persistent collective (its schedule runs at every MPI_Start, the copies would be
+  // gone): an error.
   if (exec::persistent_init_scope()) return {MPI_ERR_BUFFER, diag::AlgoTag::Flat};
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
   auto rc = hierarchical<B>(req, a...);
-  if (!rc) return passthrough(fwd);  // fwd holds the user's own pointers
-  // A nonblocking call runs to its end here: the staged copies must be copied back now.
-  if (req && *rc == MPI_SUCCESS) exec::finish_now(*req);
+  diag::AlgoTag tag = diag::AlgoTag::Flat;
+  if (!rc) {
+    rc = coll_device::flat_on_host<B>(req, a...);  // the MPI may not take device pointers
+  } else {
+    // A nonblocking call runs to its end here: the staged copies must be copied back now.
+    if (req && *rc == MPI_SUCCESS) exec::finish_now(*req);
+    tag = exec::take_algo_tag();
+  }
   device::note_untouched(kind, "staged");
   const int back = staged.finish();
-  return {*rc != MPI_SUCCESS ? *rc : back, exec::take_algo_tag()};
+  return {*rc != MPI_SUCCESS ? *rc : back, tag};
 }
 
 // The request form of blocking collective B: MPI_Ibarrier / MPI_Barrier_init have no buffers.

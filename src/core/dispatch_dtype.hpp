@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 
+#include "core/device_p2p.hpp"
 #include "core/wrap.hpp"
 #include "dtype/cache.hpp"
 #include "dtype/pack_calls.hpp"
@@ -61,8 +62,41 @@ Outcome pack_size(Fwd& fwd, N incount, MPI_Datatype t, MPI_Comm comm, N* size) {
 }  // namespace dtype_detail
 
 template <Fn F, class Fwd, class... Args>
+Outcome dispatch_dtype(Fwd& fwd, Args... args);
+
+namespace dtype_detail {
+// MPI_Pack / MPI_Unpack with device buffers on an MPI that is not GPU-aware (core/device_p2p.hpp):
+// the same dispatch on host copies of the typed side and of the packed bytes [0, size).
+inline std::optional<Outcome> on_host(const void* in, int n, MPI_Datatype t, void* out, int size, int* pos,
+                                      MPI_Comm c) {
+  if (!pos || size < 0) return std::nullopt;  // the MPI reports the error
+  device_p2p::Side typed(in, n, t), packed(out, size, MPI_BYTE);
+  return device_p2p::run("staged_pack", typed, &packed, [&] {
+    const void* hi = typed.ptr();
+    void* ho = packed.ptr();
+    auto fwd = [&] { return PMPI_Pack(hi, n, t, ho, size, pos, c); };
+    return dispatch_dtype<Fn::Pack>(fwd, hi, n, t, ho, size, pos, c);
+  });
+}
+inline std::optional<Outcome> on_host(const void* in, int size, int* pos, void* out, int n, MPI_Datatype t,
+                                      MPI_Comm c) {
+  if (!pos || size < 0) return std::nullopt;
+  device_p2p::Side packed(in, size, MPI_BYTE), typed(out, n, t);
+  return device_p2p::run("staged_unpack", packed, &typed, [&] {
+    const void* hi = packed.ptr();
+    void* ho = typed.ptr();
+    auto fwd = [&] { return PMPI_Unpack(hi, size, pos, ho, n, t, c); };
+    return dispatch_dtype<Fn::Unpack>(fwd, hi, size, pos, ho, n, t, c);
+  });
+}
+}  // namespace dtype_detail
+
+template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_dtype(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
+  if constexpr (F == Fn::Pack || F == Fn::Unpack) {
+    if (auto o = dtype_detail::on_host(args...)) return *o;
+  }
   if constexpr (B == Fn::Type_commit) {
     const Outcome o = passthrough(fwd);
     if (o.rc == MPI_SUCCESS) dtype::on_commit(*std::get<0>(std::tuple<Args...>(args...)));

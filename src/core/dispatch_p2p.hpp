@@ -9,6 +9,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/device_p2p.hpp"
 #include "core/dispatch_request.hpp"
 #include "core/wrap.hpp"
 #include "dtype/p2p.hpp"
@@ -117,8 +118,57 @@ inline int probe_progressing(int source, int tag, MPI_Comm comm, MPI_Status* st)
 }  // namespace p2p_detail
 
 template <Fn F, class Fwd, class... Args>
+Outcome dispatch_p2p(Fwd& fwd, Args... args);
+
+namespace p2p_detail {
+// The blocking calls with device buffers on an MPI that is not GPU-aware (core/device_p2p.hpp):
+// the same dispatch again, on host copies. nullopt: no buffer to stage.
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Send>, const void* b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c) {
+  device_p2p::Side in(b, n, t);
+  return device_p2p::run("staged_send", in, nullptr, [&] {
+    const void* h = in.ptr();
+    auto fwd = [&] { return PMPI_Send(h, n, t, d, tag, c); };
+    return dispatch_p2p<Fn::Send>(fwd, h, n, t, d, tag, c);
+  });
+}
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Recv>, void* b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c,
+                                      MPI_Status* st) {
+  device_p2p::Side none(nullptr, 0, t), out(b, n, t);
+  return device_p2p::run("staged_recv", none, &out, [&] {
+    void* h = out.ptr();
+    auto fwd = [&] { return PMPI_Recv(h, n, t, s, tag, c, st); };
+    return dispatch_p2p<Fn::Recv>(fwd, h, n, t, s, tag, c, st);
+  });
+}
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Sendrecv>, const void* sb, int sn, MPI_Datatype stype, int d, int stag,
+                                      void* rb, int rn, MPI_Datatype rtype, int s, int rtag, MPI_Comm c,
+                                      MPI_Status* st) {
+  device_p2p::Side in(sb, sn, stype), out(rb, rn, rtype);
+  return device_p2p::run("staged_sendrecv", in, &out, [&] {
+    const void* hs = in.ptr();
+    void* hr = out.ptr();
+    auto fwd = [&] { return PMPI_Sendrecv(hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st); };
+    return dispatch_p2p<Fn::Sendrecv>(fwd, hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st);
+  });
+}
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Isend>, const void* b, int n, MPI_Datatype t, int d, int tag,
+                                      MPI_Comm c, MPI_Request* r) {
+  return device_p2p::start_staged(b, n, t, r, false, "staged_isend",
+                                  [&](void* h) { return PMPI_Isend(h, n, t, d, tag, c, r); });
+}
+inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Irecv>, void* b, int n, MPI_Datatype t, int s, int tag,
+                                      MPI_Comm c, MPI_Request* r) {
+  return device_p2p::start_staged(b, n, t, r, true, "staged_irecv",
+                                  [&](void* h) { return PMPI_Irecv(h, n, t, s, tag, c, r); });
+}
+}  // namespace p2p_detail
+
+template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
+  if constexpr (F == Fn::Send || F == Fn::Recv || F == Fn::Sendrecv || F == Fn::Isend || F == Fn::Irecv) {
+    if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
+  }
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too
   if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Probe) {
     // Test-only "p2p_progress" (util/inject.hpp) removes the loop, to show that the test of it

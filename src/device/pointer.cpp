@@ -46,6 +46,7 @@ constexpr int kAttrIsManaged = 8;
 using QueryFn = int (*)(void* data, int attr, const void* ptr);  // both runtimes, by value
 QueryFn g_query = nullptr;
 int g_hip_major = 0;
+void* g_handle = nullptr;  // the runtime library's handle (device/runtime_copy.cpp looks up its copies)
 std::mutex g_probe_mu;
 
 void* noload(const char* name) { return dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL); }
@@ -56,6 +57,7 @@ bool find_cuda() {
   // CUdeviceptr is unsigned long long: passed by value in the same register as a pointer on
   // every 64-bit ABI libhier builds for.
   g_query = reinterpret_cast<QueryFn>(dlsym(h, "cuPointerGetAttribute"));
+  g_handle = h;
   return g_query != nullptr;  // the handle stays open: the runtime is in the process anyway
 }
 
@@ -66,6 +68,7 @@ bool find_hip() {
     if (!h) continue;
     g_query = reinterpret_cast<QueryFn>(dlsym(h, "hipPointerGetAttribute"));
     if (!g_query) return false;  // before ROCm 5.0: no stable query, leave buffers to the MPI
+    g_handle = h;
     int v = 0;
     auto version = reinterpret_cast<int (*)(int*)>(dlsym(h, "hipRuntimeGetVersion"));
     if (version && version(&v) == 0 && v > 0) g_hip_major = v / 10000000;
@@ -114,6 +117,11 @@ Runtime probe() {
   // Release: a thread that sees the runtime also sees g_query and g_hip_major.
   if (r != Runtime::None) g_runtime.store(static_cast<uint8_t>(r), std::memory_order_release);
   return r;
+}
+
+void* runtime_handle() {
+  (void)g_runtime.load(std::memory_order_acquire);  // pairs with probe()'s release
+  return g_handle;
 }
 
 MemKind query(Runtime r, const void* p) {

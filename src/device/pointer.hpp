@@ -27,6 +27,7 @@ extern std::atomic<int64_t> g_next_probe_ns;
 int64_t coarse_now_ns();
 Runtime probe();                      // the NOLOAD probe; sets g_runtime when it finds one
 MemKind query(Runtime r, const void* p);  // asks the runtime
+void* runtime_handle();                   // dlopen handle of the runtime found (null: none)
 }  // namespace pointer_detail
 
 // The runtime loaded in this process (probing again if the last probe is older than ~100 ms).

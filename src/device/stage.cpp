@@ -1,5 +1,7 @@
 #include "device/stage.hpp"
 
+#include "device/runtime_copy.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <new>
@@ -46,22 +48,37 @@ MPI_Aint extent_of(MPI_Datatype t) {
 
 }  // namespace
 
+int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb) {
+  MPI_Aint text = 0;
+  *lb = 0;
+  if (n <= 0) return 0;
+  if (PMPI_Type_get_true_extent(t, lb, &text) != MPI_SUCCESS) return -1;
+  return (n - 1) * extent_of(t) + text;
+}
+
 HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) {
   if (n <= 0) return;
-  MPI_Aint tlb = 0, text = 0;
-  if ((rc_ = PMPI_Type_get_true_extent(t, &tlb, &text)) != MPI_SUCCESS) return;
-  const MPI_Aint span = (n - 1) * extent_of(t) + text;
+  MPI_Aint tlb = 0;
+  const int64_t span = span_bytes(t, n, &tlb);
+  if (span < 0) {
+    rc_ = MPI_ERR_TYPE;
+    return;
+  }
   mem_.reset(new (std::nothrow) char[static_cast<size_t>(span)]);
   if (!mem_) {
     rc_ = MPI_ERR_NO_MEM;
     return;
   }
   host_ = mem_.get() - tlb;  // element 0's address: its first touched byte is mem_[0]
-  rc_ = copy(dev, host_, n, t, extent_of(t));
+  span_ = static_cast<size_t>(span);
+  lb_ = tlb;
+  by_runtime_ = runtime_copy(mem_.get(), static_cast<const char*>(dev) + tlb, span_);
+  if (!by_runtime_) rc_ = copy(dev, host_, n, t, extent_of(t));
 }
 
 int HostStage::copy_back(void* dev) const {
   if (n_ <= 0 || rc_ != MPI_SUCCESS) return rc_;
+  if (by_runtime_) return runtime_copy(static_cast<char*>(dev) + lb_, mem_.get(), span_) ? MPI_SUCCESS : MPI_ERR_OTHER;
   return copy(host_, dev, n_, t_, extent_of(t_));
 }
 

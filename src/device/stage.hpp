@@ -1,8 +1,10 @@
-// Host copies of device buffers made by the MPI itself, never by libhier's CPU code: the rare
-// path of a rank that must take part in a host schedule its communicator already agreed on
-// (exec::Context::gpu_anywhere) although it now holds device memory (a GPU runtime loaded late).
-// The copies are PMPI_Sendrecv to self on a private duplicate of MPI_COMM_SELF: a GPU-aware MPI
-// moves device data that way, and the layout of a derived type is kept (holes untouched).
+// Host copies of device buffers, never made by libhier's CPU code: for a rank that runs a host
+// schedule (exec::Context::device_to_mpi is false) with device memory in its buffers.
+// - Through the GPU runtime (device/runtime_copy.hpp), the usual way: the whole span of the
+//   buffer, from its first to its last touched byte, in one copy each way. The holes of a
+//   derived type travel too and are written back with the bytes they had when the call began.
+// - Through the MPI's own pack and unpack, where the runtime cannot copy: a GPU-aware MPI moves
+//   device data that way and keeps a derived type's layout (holes untouched).
 #pragma once
 
 #include <mpi.h>
@@ -11,6 +13,10 @@
 #include <memory>
 
 namespace hier::device {
+
+// The bytes n elements of t span, from the first to the last touched byte; *lb: the first
+// touched byte relative to element 0. -1: the MPI rejected the type.
+int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb);
 
 class HostStage {
  public:
@@ -26,6 +32,9 @@ class HostStage {
   void* host_ = nullptr;
   int64_t n_;
   MPI_Datatype t_;
+  size_t span_ = 0;         // bytes from the first to the last touched byte
+  MPI_Aint lb_ = 0;         // the first touched byte, relative to element 0
+  bool by_runtime_ = false; // copied by the GPU runtime (else by the MPI's pack/unpack)
   int rc_ = MPI_SUCCESS;
 };
 

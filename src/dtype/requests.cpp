@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/hooks.hpp"
+#include "device/runtime_copy.hpp"
 #include "diag/log.hpp"
 #include "dtype/engine.hpp"
 
@@ -21,6 +22,7 @@ struct Owned {
   void* buf = nullptr;
   int64_t count = 0;
   bool recv = false;
+  size_t device_span = 0;  // > 0: a receive staged for a device buffer at buf (own_device_recv)
 };
 
 std::mutex g_mu;
@@ -74,7 +76,11 @@ bool take(MPI_Request r, Owned& o) {
 // Completed: unpack what arrived (a receive that was not cancelled), release the buffer.
 // `err` is the request's own error code (from the return value or status.MPI_ERROR).
 void finish(Owned& o, const MPI_Status& st, int err) {
-  if (o.recv) {
+  if (o.device_span > 0) {
+    // The whole span goes back: bytes that did not arrive are the ones copied in at the start.
+    if (!device::runtime_copy(o.buf, o.stage.p, o.device_span))
+      HIER_WARN("dtype", "the GPU runtime refused to copy a received message into device memory");
+  } else if (o.recv) {
     int cancelled = 0;
     PMPI_Test_cancelled(&st, &cancelled);
     int eclass = MPI_SUCCESS;
@@ -146,6 +152,10 @@ void settle(Taken& t, MPI_Request* r, StatusOf status_of, ErrOf err_of) {
 }  // namespace
 
 void own_send(MPI_Request r, Staging s) { insert(r, Owned{s, {}, nullptr, 0, false}); }
+
+void own_device_recv(MPI_Request r, Staging s, void* device, size_t span) {
+  insert(r, Owned{s, {}, device, 0, true, span});
+}
 
 void own_recv(MPI_Request r, Staging s, CanonRef c, void* buf, int64_t count) {
   insert(r, Owned{s, std::move(c), buf, count, true});

@@ -37,6 +37,9 @@ inline bool any_owned() { return g_owned.load(std::memory_order_relaxed) != 0; }
 
 void own_send(MPI_Request r, Staging s);
 void own_recv(MPI_Request r, Staging s, CanonRef c, void* buf, int64_t count);
+// A receive into a host copy of a device buffer's span (core/device_p2p.hpp): at completion the
+// GPU runtime copies the first `span` bytes of s back to `device` (device/runtime_copy.hpp).
+void own_device_recv(MPI_Request r, Staging s, void* device, size_t span);
 
 // The completion family. Each returns nullopt when none of the requests is owned (the caller
 // forwards to the MPI unchanged); otherwise it calls the MPI itself and finishes the owned

@@ -9,6 +9,7 @@
 #include "config/config.hpp"
 #include "base/hooks.hpp"
 #include "device/pointer.hpp"
+#include "device/runtime_copy.hpp"
 #include "diag/log.hpp"
 #include "exec/fallback.hpp"
 #include "exec/request.hpp"
@@ -97,9 +98,13 @@ Context* context_of(MPI_Comm comm) {
   PMPI_Comm_test_inter(comm, &inter);
   PMPI_Comm_size(comm, &size);  // an intercommunicator's local group
   int failed = 0;
-  int gpu = device::runtime() != device::Runtime::None ? 1 : 0;
+  // This rank's GPU state, agreed as the largest over the ranks: a rank that would have to stage
+  // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI.
+  enum : int { kNoRuntime = 0, kAwareMpi = 1, kStage = 2 };
+  const device::Runtime rt = device::runtime();
+  int gpu = rt == device::Runtime::None ? kNoRuntime : device::mpi_gpu_aware(rt) ? kAwareMpi : kStage;
   if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed, &gpu);
-  c->gpu_anywhere = c->levels && gpu;
+  c->device_to_mpi = c->levels && gpu == kAwareMpi;
   if (failed) note_fallback(Acquire::Levels, failed == 2);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
@@ -120,7 +125,7 @@ Context* context_of(MPI_Comm comm) {
 
 bool host_schedules(MPI_Comm comm) {
   const Context* c = context_of(comm);
-  return c && c->levels && !c->gpu_anywhere;
+  return c && c->levels && !c->device_to_mpi;
 }
 
 Census census() {

@@ -24,10 +24,12 @@ struct Context {
   sched::Cache cache;
   Scratch scratch;
   ScratchSet tmp;  // for the executor's own level collectives (exec/direct.hpp), one per concurrent step
-  // Some rank had a GPU runtime loaded when the levels were built (agreed with them): its
-  // buffers may be device memory, so collectives here are left to the (GPU-aware) MPI on every
-  // rank. A rank never decides this from its own buffers: the peers cannot see them.
-  bool gpu_anywhere = false;
+  // Some rank had a GPU runtime loaded when the levels were built, and every such rank found the
+  // MPI GPU-aware (agreed with the levels): buffers may be device memory and the MPI takes them,
+  // so collectives here are left to the MPI on every rank. Otherwise host schedules run, and a
+  // rank copies its own device buffers to host memory through its runtime (core/coll_device.hpp).
+  // A rank never decides this from its own buffers: the peers cannot see them.
+  bool device_to_mpi = false;
   // The planner's decisions for this communicator's shape (model/plan.hpp), by (collective,
   // bytes, element size): a pure function of them, so every rank holds the same entries.
   std::map<std::tuple<int, int64_t, int64_t>, model::Plan> plans;
@@ -45,8 +47,8 @@ struct Context {
 // context without any communication.
 Context* context_of(MPI_Comm comm);
 
-// Whether `comm`'s collectives may run libhier's host schedules (levels exist and no rank had
-// a GPU runtime when they were built). Builds the context: call it only where every rank does.
+// Whether `comm`'s collectives may run libhier's host schedules (levels exist, and device
+// buffers are not left to a GPU-aware MPI: Context::device_to_mpi). Builds the context: call it only where every rank does.
 bool host_schedules(MPI_Comm comm);
 
 // Live contexts and the level communicators they hold (the lifecycle test checks these).

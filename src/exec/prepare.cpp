@@ -90,7 +90,7 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   const model::Call call{coll, bytes, elem_size};
   if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
-  if (!ctx || !ctx->levels || ctx->gpu_anywhere) return std::nullopt;
+  if (!ctx || !ctx->levels || ctx->device_to_mpi) return std::nullopt;
   const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size);
   auto it = ctx->plans.find(key);
   if (it == ctx->plans.end()) {

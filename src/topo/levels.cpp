@@ -117,7 +117,7 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
   if (util::injected_failure("levels")) ok = false;
 
   // One agreement per communicator, when its context is built (never on a call's hot path).
-  int agreed[2] = {ok ? 0 : 1, any_flag && *any_flag ? 1 : 0};
+  int agreed[2] = {ok ? 0 : 1, any_flag ? *any_flag : 0};
   if (PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MAX, dup) != MPI_SUCCESS) agreed[0] = 1;
   const int bad = agreed[0];
   if (any_flag) *any_flag = agreed[1];

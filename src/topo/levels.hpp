@@ -60,9 +60,9 @@ struct Levels {
 // returning, so the communicator runs flat everywhere instead of hanging on the rank that
 // lacks a communicator. Every communicator made here returns errors (MPI_ERRORS_RETURN): the
 // executor raises them on the user's communicator, through its error handler. Never touches
-// `user` beyond one PMPI_Comm_dup. `any_flag`, when given, is this rank's flag in and, on a
-// hierarchical result, whether any rank's was set out: carried by the same agreement (the
-// executor's "a GPU runtime is loaded here"), so it costs no collective of its own.
+// `user` beyond one PMPI_Comm_dup. `any_flag`, when given, is this rank's value (>= 0) in and, on a
+// hierarchical result, the largest of the ranks' values out: carried by the same agreement (the
+// executor's GPU state, exec/context.cpp), so it costs no collective of its own.
 std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed = nullptr,
                                      int* any_flag = nullptr);
 

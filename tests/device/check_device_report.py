@@ -13,11 +13,23 @@ by_call = dev["device"]["by_call"]
 p2p = ["send", "recv", "isend", "irecv", "sendrecv", "pack", "unpack"]
 colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scatter_block", "reduce_scatter",
          "alltoall"]
-# Preloaded: collectives pass through (one count per call family); late: they are staged.
-want = p2p + (colls if mode == "preloaded" else ["staged"])
+# Preloaded (GPU-aware MPI): collectives pass through (one count per call family); late: they
+# are staged; unaware (an MPI that is not GPU-aware): collectives, blocking p2p and MPI_Pack /
+# MPI_Unpack are staged, MPI_Isend / MPI_Irecv too.
+staged_p2p = ["staged_send", "staged_recv", "staged_sendrecv", "staged_pack", "staged_unpack", "staged_isend",
+              "staged_irecv"]
+want = {"preloaded": p2p + colls, "late": p2p + ["staged"]}.get(mode, staged_p2p + ["staged"])
 missing = [k for k in want if by_call.get(k, 0) < 1]
 if dev["runtime"] != "cuda" or missing:
     sys.exit(f"{path}: runtime {dev['runtime']}, missing counts for {missing}: {json.dumps(dev)}")
-if mode == "late" and by_call["staged"] < len(colls):
+if mode.startswith("unaware") and any(k in by_call for k in colls + p2p):
+    sys.exit(f"{path}: device buffers handed to an MPI that is not GPU-aware: {json.dumps(dev)}")
+if mode != "preloaded" and by_call["staged"] < len(colls):
     sys.exit(f"{path}: only {by_call['staged']} staged collectives: {json.dumps(dev)}")
-print(f"{path}: {dev['device']['calls']} device calls: {by_call}")
+# Which algorithms ran MPI_Allreduce: the staged calls must have run libhier's schedules where
+# the mode forces them (HIER_ALGO=hier), quantized where it asks for int8.
+algos = rep["functions"]["MPI_Allreduce"]["algorithms"]
+need = {"unaware": "hier", "unaware_quant": "hier_int8"}.get(mode)
+if need and algos.get(need, {}).get("calls", 0) < 1:
+    sys.exit(f"{path}: no MPI_Allreduce ran as {need}: {json.dumps(algos)}")
+print(f"{path}: {dev['device']['calls']} device calls: {by_call}; MPI_Allreduce: {algos}")

@@ -1,16 +1,22 @@
 // Device buffers through libhier: every wrapped call that libhier may rewrite, given buffers in
 // "device memory" (fake_gpu.h: PROT_NONE outside the MPI), must give the MPI's own result and
 // never touch them with host code (a touch ends the run with "host access to device memory").
-// Modes (environment): none: the stand-in CUDA driver is preloaded, so every communicator
-// agrees on "GPU present" and collectives pass through; FAKE_GPU_LATE=<libcuda.so.1>: the
-// driver is dlopen'ed after MPI_COMM_WORLD agreed on "no GPU", so collectives are staged
-// through the MPI; FAKE_GPU_BLIND=1: no driver at all, libhier cannot classify (must crash).
+// Modes (environment, tests/device/CMakeLists.txt):
+// - FAKE_GPU_AWARE=1, the stand-in CUDA driver preloaded: a GPU-aware MPI, so every communicator
+//   agrees to leave device buffers to it and collectives pass through;
+// - FAKE_GPU_AWARE=1, FAKE_GPU_LATE=<libcuda.so.1>: the driver is dlopen'ed after MPI_COMM_WORLD
+//   agreed on "no GPU", so a device rank stages its buffers and runs the others' host schedule;
+// - FAKE_GPU_AWARE=0, driver preloaded: an MPI that is not GPU-aware (a device pointer that
+//   reaches it faults): collectives run libhier's host schedules on copies the runtime makes,
+//   blocking p2p and MPI_Pack/MPI_Unpack run on such copies too;
+// - no driver at all: libhier cannot classify, touches the memory and must crash.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -48,6 +54,11 @@ std::vector<int> data(size_t n, int salt) {
 }
 
 constexpr int kN = 1024;
+
+bool mpi_gpu_aware() {
+  const char* v = std::getenv("FAKE_GPU_AWARE");
+  return v && v[0] == '1';
+}
 
 TEST(Device, A_Setup) {
   if (const char* late = std::getenv("FAKE_GPU_LATE")) {
@@ -156,6 +167,23 @@ TEST(Device, Alltoall) {
   int* r = dev(n * p);
   ASSERT_EQ(MPI_Alltoall(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_EQ(host(r, n * p), ref);
+}
+
+// Float sums, in every count class (0, 1, a prime, large, one past a power of two): the device
+// buffers' result must be the bits of the same call on host buffers, through libhier too (exact,
+// or the quantized bits when HIER_QUANT is set; the planner may also leave small counts flat).
+TEST(Device, FloatAllreduceMatchesHost) {
+  for (int n : {0, 1, 7, 4099, 65537}) {
+    std::vector<float> in(n), ref(n), got(n);
+    for (int i = 0; i < n; ++i) in[i] = static_cast<float>((i * 37 + rank_() * 11) % 1000) * 0.01f - 3.0f;
+    ASSERT_EQ(MPI_Allreduce(in.data(), ref.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    float* s = static_cast<float*>(fake_gpu_alloc(n * sizeof(float) + 1, 0));
+    float* r = static_cast<float*>(fake_gpu_alloc(n * sizeof(float) + 1, 0));
+    fake_gpu_copy(s, in.data(), n * sizeof(float));
+    ASSERT_EQ(MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS) << n;
+    fake_gpu_copy(got.data(), r, n * sizeof(float));
+    EXPECT_EQ(0, std::memcmp(got.data(), ref.data(), n * sizeof(float))) << "count " << n;
+  }
 }
 
 // Non-contiguous point-to-point: a vector of 2-int blocks every 4 ints, which the datatype

@@ -1,7 +1,11 @@
-// The pointer query of the CUDA driver (libcuda.so.1), with its real signature, answered from
-// the regions fake_gpu.cpp maps. Loaded (preloaded, or dlopen'ed late by a test) so that
+// The CUDA driver entry points libhier uses (libcuda.so.1), with their real signatures, answered
+// from the regions fake_gpu.cpp maps: the pointer query, and the copies (through the regions'
+// read-write aliases) with the context calls around them. Loaded (preloaded, or dlopen'ed late by a test) so that
 // libhier's dlopen(RTLD_NOLOAD) probe finds "a CUDA runtime in the process".
 #include "fake_gpu.h"
+
+static int g_context;            // the one context's handle is its address
+static thread_local int g_depth;  // contexts pushed on this thread
 
 extern "C" __attribute__((visibility("default"))) int cuPointerGetAttribute(void* data, int attribute,
                                                                            unsigned long long ptr) {
@@ -15,5 +19,30 @@ extern "C" __attribute__((visibility("default"))) int cuPointerGetAttribute(void
     *static_cast<unsigned int*>(data) = 2;
     return 0;
   }
+  if (attribute == 1) {  // CU_POINTER_ATTRIBUTE_CONTEXT: one context owns every region
+    *static_cast<void**>(data) = &g_context;
+    return 0;
+  }
   return 1;
 }
+
+// cuMemcpy must run with a context current (libhier pushes the pointer's own): checked here, so
+// that a copy made without one fails as it would on a GPU.
+extern "C" __attribute__((visibility("default"))) int cuCtxPushCurrent_v2(void* ctx) {
+  if (ctx != &g_context) return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  ++g_depth;
+  return 0;
+}
+extern "C" __attribute__((visibility("default"))) int cuCtxPopCurrent_v2(void** ctx) {
+  if (g_depth == 0) return 201;
+  --g_depth;
+  if (ctx) *ctx = &g_context;
+  return 0;
+}
+extern "C" __attribute__((visibility("default"))) int cuMemcpy(unsigned long long dst, unsigned long long src,
+                                                               size_t bytes) {
+  if (g_depth == 0) return 201;
+  fake_gpu_copy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
+  return 0;
+}
+extern "C" __attribute__((visibility("default"))) int cuStreamSynchronize(void*) { return 0; }

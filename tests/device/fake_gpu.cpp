@@ -1,11 +1,17 @@
-// Stand-in for a GPU runtime and a GPU-aware MPI, for tests on machines without a GPU.
+// Stand-in for a GPU runtime and an MPI, GPU-aware or not, for tests on machines without a GPU.
 //
-// "Device memory" is host memory mapped PROT_NONE: any access by host code faults. The MPI may
-// use it (a GPU-aware MPI can): this library, preloaded before libhier.so, defines the PMPI_*
-// entry points the tests reach and opens every region (PROT_READ|PROT_WRITE) for the duration
-// of the real call (found with dlsym(RTLD_NEXT)), closing them again afterwards. So only host
-// accesses made by libhier's own code between PMPI calls fault; the SIGSEGV handler says so in
-// one line and exits 77.
+// "Device memory" is a memfd mapped twice: the "device" addresses the program sees, PROT_NONE,
+// so any access by host code faults; and a read-write alias that only the runtime's copies use
+// (fake_gpu_copy, the test's cudaMemcpy, and cuMemcpy in fake_cuda.cpp), so copying never opens
+// the device addresses to another thread.
+// FAKE_GPU_AWARE=1: the MPI is GPU-aware. This library, preloaded before libhier.so, defines the
+// PMPI_* entry points the tests reach and opens every region (PROT_READ|PROT_WRITE) for the
+// duration of the real call (found with dlsym(RTLD_NEXT)), closing them again afterwards, and
+// MPIX_Query_cuda_support / MPIX_GPU_query_support answer 1. So only host accesses made by
+// libhier's own code between PMPI calls fault.
+// FAKE_GPU_AWARE=0 (default): an MPI that is not GPU-aware. The regions stay closed inside the
+// MPI too, and the queries answer 0: a device pointer that reaches the MPI faults there.
+// A fault in a region makes the SIGSEGV handler say so in one line and exit 77.
 //
 // The pointer query itself lives in fake_cuda.cpp (soname libcuda.so.1), so that a test can
 // load the "runtime" late, or not at all (the negative control: libhier blind must crash).
@@ -25,7 +31,8 @@
 namespace {
 
 struct Region {
-  char* p;
+  char* p;      // the "device" addresses
+  char* alias;  // the same pages, read-write, for the runtime's copies
   size_t n;
   int managed;
 };
@@ -33,16 +40,25 @@ Region g_regions[256];
 int g_count = 0;
 int g_open = 0;  // nesting depth of PMPI calls (a PMPI may call another PMPI)
 
+bool mpi_gpu_aware() {
+  static const bool aware = [] {
+    const char* v = std::getenv("FAKE_GPU_AWARE");
+    return v && v[0] == '1';
+  }();
+  return aware;
+}
+
 void protect_all(int prot) {
   for (int i = 0; i < g_count; ++i) mprotect(g_regions[i].p, g_regions[i].n, prot);
 }
 
+// Open for the duration of a PMPI call, when the MPI is GPU-aware.
 struct Open {
   Open() {
-    if (g_open++ == 0) protect_all(PROT_READ | PROT_WRITE);
+    if (mpi_gpu_aware() && g_open++ == 0) protect_all(PROT_READ | PROT_WRITE);
   }
   ~Open() {
-    if (--g_open == 0) protect_all(PROT_NONE);
+    if (mpi_gpu_aware() && --g_open == 0) protect_all(PROT_NONE);
   }
 };
 
@@ -83,15 +99,33 @@ extern "C" {
 void* fake_gpu_alloc(size_t bytes, int managed) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t n = (bytes + page - 1) / page * page;
-  void* p = mmap(nullptr, n, g_open ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED || g_count == 256) abort();
-  g_regions[g_count++] = {static_cast<char*>(p), n, managed};
+  const int fd = memfd_create("fake_gpu", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(n)) != 0 || g_count == 256) abort();
+  void* p = mmap(nullptr, n, g_open ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED, fd, 0);
+  void* alias = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED || alias == MAP_FAILED) abort();
+  g_regions[g_count++] = {static_cast<char*>(p), static_cast<char*>(alias), n, managed};
   return p;
 }
 
+// A "device" address as its read-write alias; other addresses as they are.
+static void* through_alias(const void* a) {
+  const Region* r = find(a);
+  const char* c = static_cast<const char*>(a);
+  return const_cast<char*>(r ? r->alias + (c - r->p) : c);
+}
+
 void fake_gpu_copy(void* dst, const void* src, size_t bytes) {
-  Open o;
-  memcpy(dst, src, bytes);
+  memcpy(through_alias(dst), through_alias(src), bytes);
+}
+
+// The MPI's answers to "are you GPU-aware?" (Open MPI's and MPICH's forms): found by libhier's
+// dlsym(RTLD_DEFAULT) before the real MPI's, since this library is preloaded first.
+int MPIX_Query_cuda_support(void) { return mpi_gpu_aware() ? 1 : 0; }
+int MPIX_GPU_query_support(int gpu_type, int* supported) {
+  *supported = gpu_type == 0 && mpi_gpu_aware() ? 1 : 0;
+  return MPI_SUCCESS;
 }
 
 int fake_gpu_kind(const void* p) {

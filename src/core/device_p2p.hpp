@@ -1,0 +1,86 @@
+// Point-to-point calls and MPI_Pack / MPI_Unpack with device buffers, on an MPI that is not
+// GPU-aware (device/runtime_copy.hpp): the call runs on host copies that the GPU runtime makes.
+// Blocking calls (and MPI_Pack / MPI_Unpack, which are local) write them back when they return;
+// MPI_Isend / MPI_Irecv keep theirs with the request, as the datatype engine's packed requests
+// do (dtype/requests.hpp), until the request completes. A purely local choice: the peer sees
+// the same bytes either way.
+#pragma once
+
+#include <mpi.h>
+
+#include <optional>
+
+#include "core/wrap.hpp"
+#include "device/pointer.hpp"
+#include "device/runtime_copy.hpp"
+#include "device/stage.hpp"
+#include "dtype/requests.hpp"
+#include "dtype/staging.hpp"
+
+namespace hier::core::device_p2p {
+
+template <Fn F>
+struct Call {};  // selects the overload of one MPI function
+
+// Whether buffer p must be copied before the MPI sees it (one atomic load without a runtime).
+inline bool must_stage(const void* p) {
+  const device::Runtime r = device::runtime();
+  if (r == device::Runtime::None || p == nullptr || p == MPI_IN_PLACE || p == MPI_BOTTOM) return false;
+  return device::classify(p) != device::MemKind::Host && !device::mpi_gpu_aware(r);
+}
+
+// A host copy of `p` (n elements of t) when it must be staged; else p itself.
+class Side {
+ public:
+  Side(const void* p, int64_t n, MPI_Datatype t) : user_(p) {
+    if (must_stage(p)) st_.emplace(p, n, t);
+  }
+  bool staged() const { return st_.has_value(); }
+  int rc() const { return st_ ? st_->rc() : MPI_SUCCESS; }
+  void* ptr() const { return st_ ? st_->host() : const_cast<void*>(user_); }
+  int copy_back() const { return st_ ? st_->copy_back(const_cast<void*>(user_)) : MPI_SUCCESS; }
+
+ private:
+  const void* user_;
+  std::optional<device::HostStage> st_;
+};
+
+// Runs `call(host pointers...)` on the staged sides, copies the written side back, and counts
+// the call as staged in the report's device section. nullopt: nothing to stage.
+template <class Call>
+std::optional<Outcome> run(const char* what, Side& in, Side* out, Call call) {
+  if (!in.staged() && !(out && out->staged())) return std::nullopt;
+  if (in.rc() != MPI_SUCCESS) return Outcome{in.rc(), diag::AlgoTag::Flat};
+  if (out && out->rc() != MPI_SUCCESS) return Outcome{out->rc(), diag::AlgoTag::Flat};
+  device::note_untouched(device::MemKind::Device, what);
+  Outcome o = call();
+  if (out && o.rc == MPI_SUCCESS) o.rc = out->copy_back();
+  return o;
+}
+
+// MPI_Isend / MPI_Irecv of a device buffer: the span of its n elements of t copied into a
+// staging buffer (a receive too: the bytes that do not arrive go back as they were), the MPI's
+// call on it, and the request owned until completion. nullopt: nothing to stage.
+template <class Start>
+std::optional<Outcome> start_staged(const void* buf, int n, MPI_Datatype t, MPI_Request* req, bool recv,
+                                    const char* what, Start start) {
+  if (!must_stage(buf)) return std::nullopt;
+  MPI_Aint lb = 0;
+  const int64_t span = device::span_bytes(t, n, &lb);
+  if (span < 0) return Outcome{MPI_ERR_TYPE, diag::AlgoTag::Flat};
+  dtype::Staging s = dtype::stage_acquire(static_cast<size_t>(span > 0 ? span : 1));
+  if (!s.p) return Outcome{MPI_ERR_NO_MEM, diag::AlgoTag::Flat};
+  char* dev_first = static_cast<char*>(const_cast<void*>(buf)) + lb;
+  if (!device::runtime_copy(s.p, dev_first, static_cast<size_t>(span))) {
+    dtype::stage_release(s);
+    return Outcome{MPI_ERR_OTHER, diag::AlgoTag::Flat};
+  }
+  device::note_untouched(device::MemKind::Device, what);
+  const int rc = start(s.p - lb);  // element 0 of the host copy
+  if (rc != MPI_SUCCESS) dtype::stage_release(s);
+  else if (recv) dtype::own_device_recv(*req, s, dev_first, static_cast<size_t>(span));
+  else dtype::own_send(*req, s);
+  return Outcome{rc, diag::AlgoTag::Flat};
+}
+
+}  // namespace hier::core::device_p2p
