@@ -53,9 +53,29 @@ fresh_copy()
 file(APPEND ${WORK}/src/exec/executor.cpp "#include \"core/dispatch_coll.hpp\"\n")
 expect(1 "src/exec/executor\\.cpp:[0-9]+: exec/ may not include core/" "exec includes core")
 
+# The same through angle brackets.
+fresh_copy()
+file(APPEND ${WORK}/src/sched/ir.hpp "#include <exec/executor.hpp>\n")
+expect(1 "src/sched/ir\\.hpp:[0-9]+: sched/ may not include exec/" "sched includes exec with <>")
+
+# The generated hier/fn.hpp outside the layers that may use it.
+fresh_copy()
+file(APPEND ${WORK}/src/topo/levels.cpp "#include \"hier/fn.hpp\"\n")
+expect(1 "src/topo/levels\\.cpp:[0-9]+: topo/ may not include the generated hier/fn\\.hpp" "topo includes hier/fn.hpp")
+
+# A header internal to exec/ included by another layer (core).
+fresh_copy()
+file(APPEND ${WORK}/src/core/wrap.hpp "#include \"exec/request_engine.hpp\"\n")
+expect(1 "src/core/wrap\\.hpp:[0-9]+: exec/request_engine\\.hpp is internal to exec/" "core includes exec's internals")
+
+# A link to a layer no file includes: sched without its one include of quant/.
+fresh_copy()
+replace(sched/build_quant.cpp "#include \"quant/format.hpp\"" "")
+expect(1 "src/sched/CMakeLists.txt: hier_sched links hier_quant, but no file of sched/ includes quant/" "sched links quant unused")
+
 # A link across a forbidden arrow: sched linking exec.
 fresh_copy()
-replace(sched/CMakeLists.txt "PRIVATE hier_config" "PRIVATE hier_exec hier_config")
+replace(sched/CMakeLists.txt "PRIVATE hier_quant" "PRIVATE hier_exec hier_quant")
 expect(1 "src/sched/CMakeLists.txt: hier_sched may not link hier_exec" "sched links exec")
 
 # PUBLIC where no header needs it.
@@ -73,5 +93,12 @@ expect(1 "hier_util is a leaf and may not link hier_config" "util links config")
 fresh_copy()
 file(WRITE ${WORK}/src/util/CMakeLists.txt "target_sources(hier_base PRIVATE strings.cpp)\n")
 expect(1 "src/util/CMakeLists.txt: the layer is not its own library" "util is not a library")
+
+# A tool including a layer its target does not link (tools/ and tests/ beside src/ are checked).
+fresh_copy()
+file(WRITE ${WORK}/tools/x/CMakeLists.txt "add_executable(x x.cpp)\ntarget_link_libraries(x PRIVATE hier_config)\n")
+file(WRITE ${WORK}/tools/x/x.cpp "#include \"config/config.hpp\"\n#include \"exec/executor.hpp\"\n")
+file(MAKE_DIRECTORY ${WORK}/tests)
+expect(1 "^tools/x/x\\.cpp:2: includes exec/, but tools/x/CMakeLists\\.txt links no library that gives it" "a tool includes exec")
 
 file(REMOVE_RECURSE ${WORK})

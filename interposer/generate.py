@@ -275,7 +275,8 @@ def gen_f_wrappers(funcs, family):
     return "\n".join(out)
 
 
-COLL_ROW = re.compile(r"^\s*HIER_COLL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*\)", re.M)
+# The first five columns (the rest are the planner's: collectives.def says what they hold).
+COLL_ROW = re.compile(r"^\s*HIER_COLL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*(?:,[^)]*)?\)", re.M)
 
 
 def check_collectives(funcs, def_path):
@@ -284,7 +285,7 @@ def check_collectives(funcs, def_path):
     rows = COLL_ROW.findall(text)
     n_lines = len(re.findall(r"^\s*HIER_COLL\(", text, re.M))
     if not rows or len(rows) != n_lines:
-        return [f"{def_path}: a HIER_COLL row that is not HIER_COLL(Name, key, Blocking, Nonblocking, Persistent)"]
+        return [f"{def_path}: a HIER_COLL row that is not HIER_COLL(Name, key, Blocking, Nonblocking, Persistent, ...)"]
     fam = {f.short: f.family for f in funcs if not f.large}
     bad = []
     blocking_of = {}

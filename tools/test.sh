@@ -26,7 +26,7 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
     || { echo "test.sh: apt-get install failed for: ${missing[*]}" >&2; exit 2; }
 fi
-# hipcc (Debian's ROCm 5.2) for the HIP compile check of the quantization kernels (gfx90a, the
+# hipcc (Debian's ROCm 5.2) for the HIP compile checks of the device and quantization kernels (gfx90a, the
 # MI250X; target hier_quant_hip_check): best effort, the check is skipped where it cannot be had.
 if ! command -v hipcc >/dev/null; then
   echo "== installing hipcc (HIP compile check)"

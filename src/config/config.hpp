@@ -14,15 +14,28 @@ enum class LogLevel : uint8_t { None, Warn, Info, Trace };
 
 // Collectives that HIER_ALGO / HIER_QUANT can name, from the one table (collectives.def).
 enum class Coll : uint8_t {
-#define HIER_COLL(name, key, blocking, nonblocking, persistent) name,
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) name,
 #include "config/collectives.def"
   Count
 };
 inline constexpr std::array<const char*, static_cast<size_t>(Coll::Count)> kCollKeys = {
-#define HIER_COLL(name, key, blocking, nonblocking, persistent) #key,
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) #key,
 #include "config/collectives.def"
 };
 inline constexpr const char* coll_key(Coll c) { return kCollKeys[static_cast<size_t>(c)]; }
+// The table's Pipelined and Quantized columns.
+inline constexpr std::array<bool, static_cast<size_t>(Coll::Count)> kCollPipelined = {
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, ...) pipelined != 0,
+#include "config/collectives.def"
+};
+inline constexpr std::array<uint8_t, static_cast<size_t>(Coll::Count)> kCollQuantized = {
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, quantized, ...) quantized,
+#include "config/collectives.def"
+};
+inline constexpr bool pipelined(Coll c) { return kCollPipelined[static_cast<size_t>(c)]; }
+// Whether `c` has a quantized schedule, and whether that one is pipelined.
+inline constexpr bool quantizable(Coll c) { return kCollQuantized[static_cast<size_t>(c)] > 0; }
+inline constexpr bool quant_pipelined(Coll c) { return kCollQuantized[static_cast<size_t>(c)] == 2; }
 
 enum class Algo : uint8_t { Auto, Flat, Hier };
 enum class Quant : uint8_t { Off, Int8, Int4 };

@@ -1,4 +1,4 @@
-// Device buffers in the collectives libhier may rewrite (see exec::Context::gpu_anywhere for why
+// Device buffers in the collectives libhier may rewrite (see exec::Context::device_to_mpi for why
 // the choice is made per communicator, alike on every rank, and never from a rank's own buffers).
 //
 // For each rewritable collective: which user buffers it reads or writes, how many elements of

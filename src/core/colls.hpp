@@ -15,7 +15,7 @@ struct CollRow {
   Fn blocking, nonblocking, persistent;
 };
 inline constexpr CollRow kColls[] = {
-#define HIER_COLL(name, key, blocking, nonblocking, persistent) \
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
   {config::Coll::name, Fn::blocking, Fn::nonblocking, Fn::persistent},
 #include "config/collectives.def"
 };

@@ -10,6 +10,7 @@
 
 #include <optional>
 
+#include "config/config.hpp"
 #include "core/wrap.hpp"
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
@@ -26,7 +27,7 @@ struct Call {};  // selects the overload of one MPI function
 inline bool must_stage(const void* p) {
   const device::Runtime r = device::runtime();
   if (r == device::Runtime::None || p == nullptr || p == MPI_IN_PLACE || p == MPI_BOTTOM) return false;
-  return device::classify(p) != device::MemKind::Host && !device::mpi_gpu_aware(r);
+  return device::classify(p) != device::MemKind::Host && !device::mpi_gpu_aware(r, config::get().gpu_aware);
 }
 
 // A host copy of `p` (n elements of t) when it must be staged; else p itself.

@@ -44,10 +44,10 @@ constexpr Fn blocking_of() {
 
 // req: null for a blocking call; the nonblocking call's handle otherwise.
 template <Fn B, class... Args>
-std::optional<int> hierarchical(MPI_Request* req, Args... a) {
+std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
   if constexpr (false) {
   }
-#define HIER_COLL(name, key, blocking, nonblocking, persistent) \
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
   else if constexpr (B == Fn::blocking) return exec::key(a..., req);
 #include "config/collectives.def"
   else return std::nullopt;
@@ -62,7 +62,7 @@ std::optional<int> hierarchical(MPI_Request* req, Args... a) {
 template <Fn B, class Fwd, class... Args>
 Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
   if (kind == device::MemKind::Host) return passthrough(fwd);
-  if (device::mpi_gpu_aware(device::runtime()) || exec::persistent_init_scope()) {
+  if (device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware) || exec::persistent_init_scope()) {
     device::note_untouched(kind, config::coll_key(s.coll));
     return passthrough(fwd);
   }
@@ -84,7 +84,7 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   // state agreed on with its levels (exec::Context::device_to_mpi).
   if (!exec::host_schedules(s.comm)) return to_mpi<B>(fwd, s, kind, req, a...);
   if (kind == device::MemKind::Host) {
-    if (auto rc = hierarchical<B>(req, a...)) return {*rc, exec::take_algo_tag()};  // Hier, or HierInt8/4 (quantized)
+    if (auto ran = hierarchical<B>(req, a...)) return {ran->rc, ran->algo};  // Hier, or HierInt8/4 (quantized)
     return passthrough(fwd);
   }
   // Device buffers on a communicator that runs host schedules (the MPI is not GPU-aware, or the
@@ -95,25 +95,27 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   if (exec::persistent_init_scope()) return {MPI_ERR_BUFFER, diag::AlgoTag::Flat};
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
-  auto rc = hierarchical<B>(req, a...);
+  auto ran = hierarchical<B>(req, a...);
+  int rc = MPI_SUCCESS;
   diag::AlgoTag tag = diag::AlgoTag::Flat;
-  if (!rc) {
+  if (!ran) {
     rc = coll_device::flat_on_host<B>(req, a...);  // the MPI may not take device pointers
   } else {
     // A nonblocking call runs to its end here: the staged copies must be copied back now.
-    if (req && *rc == MPI_SUCCESS) exec::finish_now(*req);
-    tag = exec::take_algo_tag();
+    if (req && ran->rc == MPI_SUCCESS) exec::finish_now(*req);
+    rc = ran->rc;
+    tag = ran->algo;
   }
   device::note_untouched(kind, "staged");
   const int back = staged.finish();
-  return {*rc != MPI_SUCCESS ? *rc : back, tag};
+  return {rc != MPI_SUCCESS ? rc : back, tag};
 }
 
 // The request form of blocking collective B: MPI_Ibarrier / MPI_Barrier_init have no buffers.
 template <Fn B, class Fwd, class... Args>
 Outcome request_form(Fwd& fwd, MPI_Request* req, Args... a) {
   if constexpr (B == Fn::Barrier) {
-    if (auto rc = hierarchical<B>(req, a...)) return {*rc, diag::AlgoTag::Hier};
+    if (auto ran = hierarchical<B>(req, a...)) return {ran->rc, ran->algo};
     return passthrough(fwd);
   } else {
     return with_buffers<B>(fwd, req, a...);
@@ -162,7 +164,7 @@ inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
                   (F == B || (B != Fn::Reduce_scatter && B != Fn::Allgatherv))) {
       if ((coll_detail::fits(args) && ...)) {
         if constexpr (B == Fn::Barrier) {
-          if (auto rc = coll_detail::hierarchical<B>(nullptr, coll_detail::narrow(args)...)) return {*rc, diag::AlgoTag::Hier};
+          if (auto ran = coll_detail::hierarchical<B>(nullptr, coll_detail::narrow(args)...)) return {ran->rc, ran->algo};
         } else {
           return coll_detail::with_buffers<B>(fwd, nullptr, coll_detail::narrow(args)...);
         }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "device/blocks.hpp"
+#include "device/reduce.hpp"
 
 namespace hier::device {
 
@@ -17,6 +18,9 @@ struct Backend {
   // Unpacks only the first `bytes` (< count * size) of the packed stream: a short message.
   void (*unpack_prefix)(const BlockProgram& p, const void* packed, int64_t bytes, int64_t count,
                         void* strided);
+  // inout[i] = in[i] op inout[i] for n elements (device/reduce.hpp, MPI_Reduce_local's
+  // semantics); false where MPI does not define op on the type (nothing written).
+  bool (*reduce)(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n);
 };
 
 enum class BackendKind : uint8_t { Host, Hip, Cuda, Count };

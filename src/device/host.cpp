@@ -9,6 +9,10 @@
 #include "device/kernels.hpp"
 
 namespace hier::device {
+
+// device/reduce_host.cpp
+bool host_reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n);
+
 namespace {
 
 // Calls f(pointer) for every point of dims [0, nd), in row-major order.
@@ -380,7 +384,7 @@ void host_unpack_prefix(const BlockProgram& p, const void* packed, int64_t bytes
   pre.seq(0, static_cast<char*>(strided) + full * p.extent);
 }
 
-constexpr Backend kHost{"host", host_pack, host_unpack, host_unpack_prefix};
+constexpr Backend kHost{"host", host_pack, host_unpack, host_unpack_prefix, host_reduce};
 
 }  // namespace
 

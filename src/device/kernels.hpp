@@ -88,9 +88,6 @@ HIER_HD inline void move_class(char* packed, char* strided, int64_t len) {
   }
 }
 
-// The size class of a run of 1..16 bytes (see move_class): 1, 2, 4 or 8.
-HIER_HD inline int size_class(int64_t len) { return len >= 8 ? 8 : len >= 4 ? 4 : len >= 2 ? 2 : 1; }
-
 // 1..16 bytes, the class chosen at run time (a record's runs take the same branches at every
 // record, which the branch predictor learns).
 template <bool kPack>

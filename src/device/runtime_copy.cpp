@@ -17,7 +17,6 @@
 
 #include <atomic>
 
-#include "config/config.hpp"
 
 namespace hier::device {
 namespace {
@@ -112,8 +111,7 @@ bool ask_mpi(Runtime r) {
 }
 }  // namespace
 
-bool mpi_gpu_aware(Runtime r) {
-  const int forced = config::get().gpu_aware;
+bool mpi_gpu_aware(Runtime r, int forced) {
   if (forced >= 0) return forced == 1;
   if (r == Runtime::None) return false;
   // The MPI's answer does not change during a run: asked once per runtime (dlsym is slow).

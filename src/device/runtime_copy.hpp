@@ -15,11 +15,12 @@ namespace hier::device {
 // for every stream of the device. False: no runtime, or the runtime refused (nothing usable at dst).
 bool runtime_copy(void* dst, const void* src, size_t n);
 
-// Whether the MPI takes device pointers of runtime r: HIER_GPU_AWARE=0|1, or (auto) the MPI's
-// own answer through MPIX_GPU_query_support (MPICH) or MPIX_Query_cuda_support /
+// Whether the MPI takes device pointers of runtime r: `forced` (HIER_GPU_AWARE: 0 no, 1 yes,
+// -1 auto, config::Config::gpu_aware, passed in by the layers that read the settings), or the
+// MPI's own answer through MPIX_GPU_query_support (MPICH) or MPIX_Query_cuda_support /
 // MPIX_Query_rocm_support (Open MPI), found with dlsym so that no MPI needs to have them; an
 // MPI that has none is taken as not GPU-aware. The same on every rank of a job (one MPI library,
 // one agreed HIER_GPU_AWARE).
-bool mpi_gpu_aware(Runtime r);
+bool mpi_gpu_aware(Runtime r, int forced);
 
 }  // namespace hier::device

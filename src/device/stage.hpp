@@ -4,7 +4,8 @@
 //   buffer, from its first to its last touched byte, in one copy each way. The holes of a
 //   derived type travel too and are written back with the bytes they had when the call began.
 // - Through the MPI's own pack and unpack, where the runtime cannot copy: a GPU-aware MPI moves
-//   device data that way and keeps a derived type's layout (holes untouched).
+//   device data that way and keeps a derived type's layout (holes untouched); no message is
+//   sent, so no self-communicator traffic that two threads could cross.
 #pragma once
 
 #include <mpi.h>

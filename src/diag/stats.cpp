@@ -32,16 +32,4 @@ FnTotals totals(Fn f) {
   return t;
 }
 
-void reset_counters() {
-  for (CounterBlock* b = g_blocks.load(std::memory_order_acquire); b; b = b->next)
-    for (FnCounters& c : b->fn) {
-      c.calls = 0;
-      c.errors = 0;
-      for (AlgoCounter& a : c.algo) {
-        a.calls = 0;
-        a.bytes = 0;
-      }
-    }
-}
-
 }  // namespace hier::diag

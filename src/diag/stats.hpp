@@ -63,6 +63,4 @@ struct FnTotals {
 };
 FnTotals totals(Fn f);
 
-void reset_counters();  // tests only
-
 }  // namespace hier::diag

@@ -40,19 +40,6 @@ TuneModel builtin_model() {
   return m;
 }
 
-bool parse_tune(const std::string& text, TuneModel& m, std::string& err) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    err = "not a JSON object";
-    return false;
-  }
-  if (j.value("format", std::string()) != "libhier-tune/1") {
-    err = "format is not \"libhier-tune/1\"";
-    return false;
-  }
-  return apply_tune_object(j.contains("p2p") ? j.at("p2p").dump() : j.dump(), m, err);
-}
-
 bool apply_tune_object(const std::string& object, TuneModel& m, std::string& err) {
   const json p = json::parse(object, nullptr, /*allow_exceptions=*/false);
   if (p.is_discarded() || !p.is_object()) {

@@ -31,11 +31,10 @@ struct TuneModel {
 const TuneModel& tune_model();
 TuneModel builtin_model();
 
-// JSON <-> model (format "libhier-tune/1"); parse returns false with `err` on invalid input.
-bool parse_tune(const std::string& json_text, TuneModel& m, std::string& err);
 // Applies the datatype object of a tune file (libhier-tune/2 "dtype", libhier-tune/1 "p2p"; the
 // file itself is read by model/load.hpp, docs/tune-file.md) over `m`.
 bool apply_tune_object(const std::string& object_json, TuneModel& m, std::string& err);
+// The model as a libhier-tune/1 document (its "p2p" object is the datatype object hier-tune writes).
 std::string tune_to_json(const TuneModel& m, const std::string& mpi_library, const std::string& host);
 
 }  // namespace hier::dtype

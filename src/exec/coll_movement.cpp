@@ -84,7 +84,7 @@ int comm_size(MPI_Comm comm) {
 }
 
 // Allgather and allgatherv: counts/displs in elements of the receive type.
-std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                               const std::vector<int64_t>& counts, const std::vector<int64_t>* displs,
                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
   const TypeInfo rt = type_info(recvtype);
@@ -98,8 +98,13 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   // planner's cost of the quantized allgather needs. Never the receive type's own size: ranks may
   // pass the same signature as MPI_FLOAT x 2n or as a type of 2 floats x n, and must plan alike.
   int64_t elem_size = 1;
-  if (coll == Coll::Allgather) elem_size = quant_elem_size(dtype::signature_elem(recvtype));
-  auto p = prepare(coll, total, comm, elem_size, req != nullptr);
+  bool quantizable = false;
+  if (coll == Coll::Allgather) {
+    const MPI_Datatype elem = dtype::signature_elem(recvtype);
+    elem_size = quant_elem_size(elem);
+    quantizable = quant_elem(elem);
+  }
+  auto p = prepare(coll, total, comm, elem_size, req != nullptr, quantizable);
   if (!p) return std::nullopt;
   // HIER_QUANT: an allgather of float / double on a cartesian 2-level shape runs quantized,
   // blocking, nonblocking or persistent (a request on the same schedule).
@@ -166,7 +171,7 @@ std::optional<int> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
 
 }  // namespace
 
-std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+std::optional<Ran> allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
@@ -175,7 +180,7 @@ std::optional<int> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
                     nullptr, recvtype, comm, req);
 }
 
-std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+std::optional<Ran> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                               MPI_Request* req) {
   const int size = comm_size(comm);
@@ -188,7 +193,7 @@ std::optional<int> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
   return gather_all(Coll::Allgatherv, sendbuf, sendcount, sendtype, recvbuf, counts, &disp, recvtype, comm, req);
 }
 
-std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
+std::optional<Ran> bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Bcast, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (count <= 0 || !t.ok) return std::nullopt;
@@ -247,7 +252,7 @@ std::optional<int> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   return rc;
 }
 
-std::optional<int> barrier(MPI_Comm comm, MPI_Request* req) {
+std::optional<Ran> barrier(MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Barrier, MPI_BYTE, 0)) return std::nullopt;
   auto p = prepare(Coll::Barrier, 0, comm, 1, req != nullptr);
   if (!p) return std::nullopt;
@@ -269,7 +274,7 @@ std::optional<int> barrier(MPI_Comm comm, MPI_Request* req) {
   return run(*s, *p->ctx->levels, Binding{});
 }
 
-std::optional<int> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+std::optional<Ran> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0 || !may_rewrite(Coll::Alltoall, recvtype, int64_t{recvcount} * size)) return std::nullopt;

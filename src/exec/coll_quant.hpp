@@ -4,8 +4,9 @@
 // Blocking, nonblocking (MPI_Iallreduce, ...) and persistent (MPI_Allreduce_init, ...) forms
 // alike: one decision and one schedule-cache entry, run blocking or as a request (exec/request.hpp).
 // Lossy, within a stated bound; every rank still gets the same bits. Everything else stays
-// exact. Error feedback (HIER_QUANT_FEEDBACK), the check (HIER_QUANT_CHECK) and the report's
-// "quantization" section live here too.
+// exact. The call's run: exec/quant_call.hpp (the check, HIER_QUANT_CHECK, included); the state
+// kept across calls: quant/feedback.hpp (HIER_QUANT_FEEDBACK) and quant/stats.hpp (the report's
+// "quantization" section).
 #pragma once
 
 #include <mpi.h>
@@ -14,22 +15,19 @@
 #include <optional>
 #include <vector>
 
-#include "diag/stats.hpp"
+#include "exec/entry.hpp"
 #include "exec/prepare.hpp"
 
 namespace hier::exec {
 
-// The decision, in one place: the bits (8 or 4) to quantize a call of `coll` with, or 0 to stay
-// exact. The planner weighs the quantized schedule against its best exact plan and keeps a floor
-// (model/cost_quant.hpp: plan.quant_bits); this adds what the plan cannot see: the element type
-// of the call's type signature (`elem`, dtype/signature.hpp: MPI_FLOAT, MPI_DOUBLE or
-// MPIX_C_FLOAT16, whatever the handle or layout a rank passes), the op (MPI_SUM; any for allgather) and the level
-// communicators. Uses only what every rank shares: the configuration, the type signature and
-// the other arguments MPI requires to be equal, the shape, the plan made from them.
-// `values`: the call's whole buffer in values of `elem`; the floor is checked again here in
-// values (the plan's floor is in bytes of its elem_size).
-int quant_bits(config::Coll coll, MPI_Datatype elem, MPI_Op op, int64_t values, const model::Plan& plan,
-               const topo::Levels& lv);
+// What the planner is told about a call (model::Call::quantizable), so that its decision,
+// plan.quant_bits, is the one decision (model/cost_quant.hpp weighs the quantized schedule
+// against its best exact plan, with the configuration, the shape and the floor): whether the op
+// and the values allow a quantized schedule. From what every rank shares only: a reduction's op
+// and datatype (MPI_SUM on a reduction type: reduction_type in coll_quant.cpp), an allgather's
+// element type of its type signature (quant_elem of dtype::signature_elem, whatever the handle
+// or layout a rank passes).
+bool quantizable_reduction(MPI_Datatype type, MPI_Op op);
 
 // The element types the kernels quantize (quant/quant.hpp): MPI_FLOAT, MPI_DOUBLE, and
 // MPIX_C_FLOAT16 where the MPI defines it and the compiler has a 16-bit float (quant_f16; Open
@@ -46,21 +44,18 @@ int64_t quant_elem_size(MPI_Datatype t);
 // the blocking call; otherwise the call is MPI_Iallreduce (or, inside a PersistentInit scope,
 // MPI_Allreduce_init) and *req receives its request, which completes with the same bits the
 // blocking call gives on the same input.
-std::optional<int> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
+std::optional<Ran> quant_allreduce(Prepared& p, const void* sendbuf, void* recvbuf, int count, MPI_Datatype type,
                                    MPI_Op op, const TypeInfo& t, MPI_Request* req = nullptr);
 
 // The quantized paths of reduce_scatter_block / reduce_scatter (`counts` per rank, `coll` says
 // which) and of allgather (recvtype's TypeInfo `rt`; the send type, and the other ranks' types,
 // may differ from it in layout: a non-dense layout is packed and unpacked through the datatype
 // engine). Same contract as quant_allreduce, `req` included.
-std::optional<int> quant_reduce_scatter(Prepared& p, config::Coll coll, const void* sendbuf, void* recvbuf,
+std::optional<Ran> quant_reduce_scatter(Prepared& p, config::Coll coll, const void* sendbuf, void* recvbuf,
                                         const std::vector<int64_t>& counts, MPI_Op op, const TypeInfo& t,
                                         MPI_Request* req = nullptr);
-std::optional<int> quant_allgather(Prepared& p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+std::optional<Ran> quant_allgather(Prepared& p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                    void* recvbuf, int recvcount, const TypeInfo& rt, MPI_Request* req = nullptr);
 
-// The tag of the last hierarchical call made on this thread (HierInt8 / HierInt4 after a
-// quantized call, Hier otherwise), reset to Hier: the coll dispatch reports it.
-diag::AlgoTag take_algo_tag();
 
 }  // namespace hier::exec

@@ -86,12 +86,12 @@ bool eligible(int64_t count, const TypeInfo& t, MPI_Op op) {
 
 }  // namespace
 
-std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+std::optional<Ran> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                              MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Allreduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
   if (!eligible(count, t, op)) return std::nullopt;
-  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size, req != nullptr);
+  auto p = prepare(Coll::Allreduce, count * t.size, comm, t.size, req != nullptr, quantizable_reduction(type, op));
   if (!p) return std::nullopt;
   // HIER_QUANT: MPI_SUM of float / double on a cartesian 2-level shape runs quantized (lossy,
   // bounded); everything else, and a failed acquisition there, goes on exactly. Nonblocking and
@@ -113,7 +113,7 @@ std::optional<int> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   return run_elements(*p, s, sendbuf, recvbuf, t, op, Coll::Allreduce, req);
 }
 
-std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+std::optional<Ran> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                           MPI_Comm comm, MPI_Request* req) {
   if (!may_rewrite(Coll::Reduce, type, count)) return std::nullopt;
   const TypeInfo t = type_info(type);
@@ -134,11 +134,11 @@ std::optional<int> reduce(const void* sendbuf, void* recvbuf, int count, MPI_Dat
 
 namespace {
 
-std::optional<int> reduce_scatter_counts(Coll coll, const void* sendbuf, void* recvbuf, std::vector<int64_t> counts,
+std::optional<Ran> reduce_scatter_counts(Coll coll, const void* sendbuf, void* recvbuf, std::vector<int64_t> counts,
                                          const TypeInfo& t, MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   if (!eligible(total, t, op)) return std::nullopt;
-  auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr);
+  auto p = prepare(coll, total * t.size, comm, t.size, req != nullptr, quantizable_reduction(t.type, op));
   if (!p) return std::nullopt;
   // HIER_QUANT: float / double MPI_SUM on a cartesian 2-level shape runs quantized, blocking,
   // nonblocking or persistent (a request on the same schedule).
@@ -166,7 +166,7 @@ int comm_size(MPI_Comm comm) {
 
 }  // namespace
 
-std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+std::optional<Ran> reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                                         MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
@@ -175,7 +175,7 @@ std::optional<int> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
                                type_info(type), op, comm, req);
 }
 
-std::optional<int> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type,
+std::optional<Ran> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type,
                                   MPI_Op op, MPI_Comm comm, MPI_Request* req) {
   const int size = comm_size(comm);
   if (size < 2 || !recvcounts) return std::nullopt;

@@ -102,7 +102,7 @@ Context* context_of(MPI_Comm comm) {
   // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI.
   enum : int { kNoRuntime = 0, kAwareMpi = 1, kStage = 2 };
   const device::Runtime rt = device::runtime();
-  int gpu = rt == device::Runtime::None ? kNoRuntime : device::mpi_gpu_aware(rt) ? kAwareMpi : kStage;
+  int gpu = rt == device::Runtime::None ? kNoRuntime : device::mpi_gpu_aware(rt, config::get().gpu_aware) ? kAwareMpi : kStage;
   if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed, &gpu);
   c->device_to_mpi = c->levels && gpu == kAwareMpi;
   if (failed) note_fallback(Acquire::Levels, failed == 2);

@@ -39,23 +39,6 @@ int route_shm(sched::Schedule& s, const topo::Levels& lv) {
   return sched::route_shm(s, [&lv](const sched::CommRef& c) { return lv.segment(comm_of(c, lv)) != nullptr; });
 }
 
-bool use_direct_rs(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total) {
-  return has_tmp && info && total * info->size >= from;
-}
-bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total) {
-  return has_tmp && total * (info ? info->size : 1) >= from;
-}
-
-namespace {
-
-int64_t sum(const std::vector<int64_t>& v) {
-  int64_t t = 0;
-  for (int64_t x : v) t += x;
-  return t;
-}
-
-}  // namespace
-
 Machine::Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking)
     : s_(s), lv_(lv), b_(b), nonblocking_(nonblocking) {}
 
@@ -154,8 +137,6 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   std::vector<int>& displs = pd ? pd->displs : displs_;
   counts.assign(s.counts.begin(), s.counts.end());
   displs.assign(s.displs.begin(), s.displs.end());
-  int64_t total = 0;
-  for (int x : counts) total += x;
   MPI_Request* r = nullptr;
   if (pd) {
     pd->reqs.assign(1, MPI_REQUEST_NULL);
@@ -179,7 +160,9 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
     }
   switch (s.kind) {
     case Kind::ReduceScatter: {
-      if (use_direct_rs(s_.direct_rs_from, info, b_.tmp != nullptr, total))
+      // (libhier's own exchange as sched::direct_reduce_scatter decided; a run without buffers
+      // for it, which no call of libhier makes, would take the MPI's collective)
+      if (b_.tmp && sched::direct_reduce_scatter(s, info ? info->size : 0, s_.direct_rs_from))
         return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *info, op, c, *tmp, *pd)
                   : reduce_scatter_direct(at(s.src), at(s.dst), counts, *info, op, c, *tmp);
       bool even = true;
@@ -195,7 +178,7 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
     case Kind::Allgather:
       return pd ? PMPI_Iallgather(src, n, t, at(s.dst), n, t, c, r) : PMPI_Allgather(src, n, t, at(s.dst), n, t, c);
     case Kind::Allgatherv:
-      if (use_padded_agv(s_.padded_agv_from, info, b_.tmp != nullptr, total)) {
+      if (b_.tmp && sched::padded_allgatherv(s, info ? info->size : 0, s_.padded_agv_from)) {
         const char* mine = s.in_place ? nullptr : at(s.src);
         if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp);
         pd->reqs.clear();
@@ -319,15 +302,14 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
       const sched::Step& st = s.steps[k];
       if (st.kind != Kind::ReduceScatter && st.kind != Kind::Allgatherv) continue;
       const TypeInfo* sinfo = st.bytes ? nullptr : info;  // steps on records: bytes
-      const int64_t total = sum(st.counts);
       const std::vector<int> counts(st.counts.begin(), st.counts.end());
       int64_t bytes = -1;
-      if (st.kind == Kind::ReduceScatter && use_direct_rs(s.direct_rs_from, sinfo, true, total)) {
+      if (sched::direct_reduce_scatter(st, sinfo ? sinfo->size : 0, s.direct_rs_from)) {
         int me = 0;
         const MPI_Comm c = comm_of(st.comm, lv);
         if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &me) != MPI_SUCCESS) return false;
         bytes = reduce_scatter_direct_bytes(counts, me, *sinfo);
-      } else if (st.kind == Kind::Allgatherv && use_padded_agv(s.padded_agv_from, sinfo, true, total)) {
+      } else if (sched::padded_allgatherv(st, sinfo ? sinfo->size : 0, s.padded_agv_from)) {
         bytes = allgatherv_padded_bytes(counts, sinfo);
       }
       if (bytes >= 0 && !(*tmp)[k - i].get(static_cast<size_t>(bytes))) return false;

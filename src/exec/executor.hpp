@@ -43,13 +43,6 @@ struct Binding {
 // (HIER_SHM; sched/transport.hpp), the same on every rank. Returns how many.
 int route_shm(sched::Schedule& s, const topo::Levels& lv);
 
-// Which level steps libhier runs itself (exec/direct.hpp) instead of the MPI's collective, for
-// `total` units (elements of *info, or bytes when info is null), from `from` bytes on (the
-// plan's choice, carried by the schedule: Schedule::direct_rs_from / padded_agv_from); has_tmp:
-// the run has buffers for them. Inputs equal on every member, so every member chooses alike.
-bool use_direct_rs(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
-bool use_padded_agv(int64_t from, const TypeInfo* info, bool has_tmp, int64_t total);
-
 // Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a
 // run never allocates once the ranks depend on each other. `info`: the element type (element
 // schedules), null for byte schedules. False when memory could not be had. Step k of a wave takes

@@ -85,13 +85,13 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
 }
 
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size,
-                                bool nonblocking) {
+                                bool nonblocking, bool quantizable) {
   const config::Config& cfg = config::get();
-  const model::Call call{coll, bytes, elem_size};
+  const model::Call call{coll, bytes, elem_size, quantizable};
   if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
   if (!ctx || !ctx->levels || ctx->device_to_mpi) return std::nullopt;
-  const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size);
+  const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size, quantizable);
   auto it = ctx->plans.find(key);
   if (it == ctx->plans.end()) {
     if (ctx->plans.size() >= 1024) ctx->plans.clear();  // bounded; the same on every rank

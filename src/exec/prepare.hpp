@@ -30,8 +30,9 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count);
 // `elem_size`: bytes per unit of the schedule (the datatype's size; 1 for byte schedules).
 // `nonblocking`: for a request (exec/request.hpp); a blocking call first completes the requests
 // outstanding on the communicator (their level steps must all be issued before its own).
+// `quantizable`: the op and the values allow a quantized schedule (model::Call::quantizable).
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size = 1,
-                                bool nonblocking = false);
+                                bool nonblocking = false, bool quantizable = false);
 
 // The schedule for `key`. A hit in the context's cache is the whole cost on the hot path. On a
 // miss (the same calls miss on every rank: sched/cache.hpp) the schedule is built (and printed

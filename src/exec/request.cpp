@@ -1,4 +1,9 @@
+// The progress engine of libhier's requests (exec/request.hpp): starting a request, advancing
+// every outstanding one in the order of issue, retiring the finished ones, the progress thread.
+// Persistent collectives: exec/persistent.cpp; what the program's completion calls and its
+// blocking calls use: exec/request_completion.cpp.
 #include "exec/request.hpp"
+#include "exec/request_engine.hpp"
 
 #include <algorithm>
 #include <array>
@@ -14,14 +19,11 @@
 #include "diag/log.hpp"
 
 namespace hier::exec {
-namespace {
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+namespace engine {
 
 // Every outstanding request in the order the program started them. g_mu guards it, the
-// contexts' request fields and every Machine; PMPI_Grequest_complete is called without it.
+// contexts' request fields, every Machine and the persistent requests (exec/persistent.cpp);
+// PMPI_Grequest_complete is called without it.
 std::mutex g_mu;
 std::vector<CollRequest*> g_active;
 std::atomic<int> g_nactive{0};
@@ -30,6 +32,23 @@ std::atomic<int> g_nactive{0};
 // MPI calls free_fn from inside its completion calls.
 std::mutex g_hmu;
 std::unordered_set<MPI_Request> g_handles;
+std::atomic<double> g_wait_s{0};
+std::atomic<bool> g_thread_on{false};  // g_thread runs (read without a lock by the p2p calls)
+
+void add(std::atomic<double>& a, double v) {
+  double cur = a.load(std::memory_order_relaxed);
+  while (!a.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace engine
+using namespace engine;
+
+namespace {
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Report: per collective, requests and the seconds from start to completion; the seconds spent
 // in completion calls while requests were outstanding.
@@ -38,14 +57,7 @@ struct Stat {
   std::atomic<double> active_s{0};
 };
 std::array<Stat, static_cast<size_t>(config::Coll::Count)> g_stats;
-std::atomic<double> g_wait_s{0};
 std::atomic<uint64_t> g_thread_rounds{0};
-
-void add(std::atomic<double>& a, double v) {
-  double cur = a.load(std::memory_order_relaxed);
-  while (!a.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
-  }
-}
 
 std::string report() {
   nlohmann::json j = nlohmann::json::object();
@@ -59,8 +71,6 @@ std::string report() {
   return j.dump();
 }
 
-// The status of a completed collective request, as the MPIs give it for their own (measured:
-// source 0, tag 0, no elements, not cancelled); MPI_ERROR comes from the return value.
 }  // namespace
 // What the MPI's generalized request keeps. Two owners: the MPI (until it calls free_fn, which
 // MPICH does at MPI_Request_free even before completion, Open MPI once it is also complete)
@@ -74,6 +84,8 @@ struct Extra {
   }
 };
 namespace {
+// The status of a completed collective request, as the MPIs give it for their own (measured:
+// source 0, tag 0, no elements, not cancelled); MPI_ERROR comes from the return value.
 int query_fn(void* extra, MPI_Status* st) {
   const int rc = static_cast<Extra*>(extra)->rc;
   PMPI_Status_set_elements(st, MPI_BYTE, 0);
@@ -129,28 +141,9 @@ bool advance(CollRequest* r) {
   }
 }
 
-void release_types(CollRequest* r) {
-  for (MPI_Datatype& d : r->dups) PMPI_Type_free(&d);
-  r->dups.clear();
-}
-
 }  // namespace
 
-// A persistent collective: its request (schedule, binding, memory) kept between starts.
-struct Persistent {
-  std::unique_ptr<CollRequest> r;
-  MPI_Request handle = MPI_REQUEST_NULL;  // the program's: an inactive persistent request of the MPI
-  MPI_Request current = MPI_REQUEST_NULL; // the generalized request of the current start
-  bool started = false;  // started, and no completion call has seen it complete yet
-  bool running = false;  // its schedule runs (in g_active)
-  bool freed = false;    // MPI_Request_free while running: deleted when it finishes
-};
-
 namespace {
-
-std::unordered_map<MPI_Request, Persistent*> g_persist;  // under g_mu
-std::atomic<int> g_nstarted{0};
-thread_local int tl_persistent_init = 0;
 
 // Under g_mu: a finished request gives back its memory; returns its code.
 int retire(CollRequest* r) {
@@ -169,6 +162,15 @@ int retire(CollRequest* r) {
   add(s.active_s, now() - r->t_start);
   if (!r->owner) release_types(r);
   return rc;
+}
+
+}  // namespace
+
+namespace engine {
+
+void release_types(CollRequest* r) {
+  for (MPI_Datatype& d : r->dups) PMPI_Type_free(&d);
+  r->dups.clear();
 }
 
 // Advances every request; completes (outside the lock) the handles of those that finished.
@@ -212,6 +214,10 @@ size_t progress_round() {
   return moved;
 }
 
+}  // namespace engine
+
+namespace {
+
 // The progress thread (HIER_PROGRESS=thread, MPI_THREAD_MULTIPLE only).
 struct ProgressThread {
   std::thread th;
@@ -220,7 +226,6 @@ struct ProgressThread {
   bool stop = false;
 };
 ProgressThread* g_thread = nullptr;
-std::atomic<bool> g_thread_on{false};  // g_thread runs (read without a lock by the p2p calls)
 std::once_flag g_thread_once;
 
 void thread_main(ProgressThread* t) {
@@ -262,6 +267,10 @@ void at_finalize() {
   drain_all();  // requests the program freed while active complete here, at the latest
 }
 
+}  // namespace
+
+namespace engine {
+
 void setup_once() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -283,15 +292,19 @@ void setup_once() {
   });
 }
 
+bool active_on(Context* ctx) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return ctx->requests > 0;
+}
+
+}  // namespace engine
+
+namespace {
+
 void wake_thread() {
   if (!g_thread) return;
   { std::lock_guard<std::mutex> lk(g_thread->mu); }
   g_thread->cv.notify_one();
-}
-
-bool active_on(Context* ctx) {
-  std::lock_guard<std::mutex> lk(g_mu);
-  return ctx->requests > 0;
 }
 
 void drain_all() {
@@ -346,7 +359,8 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
   return ctx->scratch.get(static_cast<size_t>(scratch_bytes));
 }
 
-namespace {
+namespace engine {
+
 // Starts r (owned by the caller until it is in g_active): a generalized request for the
 // program, a fresh machine, the first group issued where the order allows.
 int launch(CollRequest* r, MPI_Request* out) {
@@ -385,23 +399,11 @@ int launch(CollRequest* r, MPI_Request* out) {
   wake_thread();
   return MPI_SUCCESS;
 }
-}  // namespace
+
+}  // namespace engine
 
 int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
-  if (tl_persistent_init) {  // MPI_*_init: kept, started by MPI_Start
-    setup_once();
-    auto* o = new Persistent();
-    if (int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle); rc != MPI_SUCCESS) {
-      delete o;
-      return rc;
-    }
-    r->owner = o;
-    o->r = std::move(r);
-    std::lock_guard<std::mutex> lk(g_mu);
-    g_persist[o->handle] = o;
-    *out = o->handle;
-    return MPI_SUCCESS;
-  }
+  if (persistent_init_scope()) return make_persistent(std::move(r), out);  // MPI_*_init: kept, started by MPI_Start
   CollRequest* raw = r.get();
   const int rc = launch(raw, out);
   if (rc != MPI_SUCCESS) {
@@ -413,167 +415,5 @@ int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
   r.release();  // g_active owns it now
   return MPI_SUCCESS;
 }
-
-PersistentInit::PersistentInit() { ++tl_persistent_init; }
-PersistentInit::~PersistentInit() { --tl_persistent_init; }
-
-bool persistent_init_scope() { return tl_persistent_init > 0; }
-
-bool is_persistent(MPI_Request h) {
-  if (h == MPI_REQUEST_NULL) return false;
-  std::lock_guard<std::mutex> lk(g_mu);
-  return g_persist.count(h) != 0;
-}
-
-bool persistent_started() { return g_nstarted.load(std::memory_order_relaxed) > 0; }
-
-int start_persistent(MPI_Request h) {
-  Persistent* o;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    auto it = g_persist.find(h);
-    if (it == g_persist.end()) return MPI_ERR_REQUEST;
-    o = it->second;
-    if (o->started) return MPI_ERR_REQUEST;  // started twice without completion: erroneous
-  }
-  // Runs on the context's own memory (its allocation failed at init): nothing else may then.
-  if (!o->r->mem) before_call(o->r->ctx, false);
-  o->r->machine.reset();
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    o->started = o->running = true;
-  }
-  g_nstarted.fetch_add(1, std::memory_order_relaxed);
-  const int rc = launch(o->r.get(), &o->current);
-  if (rc != MPI_SUCCESS) {
-    std::lock_guard<std::mutex> lk(g_mu);
-    o->started = o->running = false;
-    g_nstarted.fetch_sub(1, std::memory_order_relaxed);
-  }
-  return rc;
-}
-
-int free_persistent(MPI_Request* h) {
-  Persistent* o;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    auto it = g_persist.find(*h);
-    if (it == g_persist.end()) return MPI_ERR_REQUEST;
-    o = it->second;
-    g_persist.erase(it);
-    if (o->started) {
-      o->started = false;
-      g_nstarted.fetch_sub(1, std::memory_order_relaxed);
-    }
-  }
-  // A start still running completes on its own (progressed by later calls, at the latest
-  // MPI_Finalize); its generalized request is released to the MPI now.
-  if (o->current != MPI_REQUEST_NULL) PMPI_Request_free(&o->current);
-  bool running;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    running = o->running;
-    if (running) {
-      o->freed = true;
-    } else if (o->r->mem) {
-      o->r->ctx->request_memory.push_back(std::move(o->r->mem));
-    }
-  }
-  if (!running) {
-    release_types(o->r.get());
-    delete o;
-  }
-  return PMPI_Request_free(h);
-}
-
-MPI_Request* swap_in(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
-  if (!persistent_started()) return r;
-  tmp.assign(r, r + n);
-  bool any = false;
-  std::lock_guard<std::mutex> lk(g_mu);
-  for (int i = 0; i < n; ++i) {
-    auto it = g_persist.find(r[i]);
-    if (it != g_persist.end() && it->second->started) {
-      tmp[i] = it->second->current;
-      any = true;
-    }
-  }
-  if (!any) {
-    tmp.clear();
-    return r;
-  }
-  return tmp.data();
-}
-
-void swap_out(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
-  if (tmp.empty()) return;
-  std::lock_guard<std::mutex> lk(g_mu);
-  for (int i = 0; i < n; ++i) {
-    auto it = g_persist.find(r[i]);
-    if (it != g_persist.end() && it->second->started) {
-      Persistent* o = it->second;
-      if (tmp[i] == MPI_REQUEST_NULL) {  // this start completed: the handle is inactive again
-        o->current = MPI_REQUEST_NULL;
-        o->started = false;
-        g_nstarted.fetch_sub(1, std::memory_order_relaxed);
-      }
-      continue;  // the program keeps its persistent handle
-    }
-    r[i] = tmp[i];
-  }
-  tmp.clear();
-}
-
-bool requests_active() { return g_nactive.load(std::memory_order_relaxed) > 0; }
-
-bool calls_must_progress() { return requests_active() && !g_thread_on.load(std::memory_order_relaxed); }
-
-void progress() {
-  if (requests_active()) progress_round();
-}
-
-void drain(Context* ctx) {
-  while (active_on(ctx)) {
-    progress_round();
-    std::this_thread::yield();
-  }
-}
-
-void before_call(Context* ctx, bool nonblocking) {
-  if (!requests_active()) return;
-  bool wait;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    wait = ctx->requests > 0 && (!nonblocking || ctx->memory_lent);
-  }
-  if (wait) drain(ctx);
-}
-
-bool unfinished(int n, const MPI_Request* r) {
-  if (!requests_active()) return false;
-  std::lock_guard<std::mutex> lk(g_mu);
-  for (const CollRequest* q : g_active)
-    if (std::find(r, r + n, q->handle) != r + n) return true;
-  return false;
-}
-
-bool is_collective_request(MPI_Request r) {
-  if (r == MPI_REQUEST_NULL) return false;
-  std::lock_guard<std::mutex> hk(g_hmu);
-  return g_handles.count(r) != 0;
-}
-
-void finish_now(MPI_Request h) {
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lk(g_mu);
-      if (std::none_of(g_active.begin(), g_active.end(), [h](const CollRequest* r) { return r->handle == h; })) return;
-    }
-    progress_round();
-    std::this_thread::yield();
-  }
-}
-
-void note_wait(double seconds) { add(g_wait_s, seconds); }
 
 }  // namespace hier::exec

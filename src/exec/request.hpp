@@ -47,12 +47,12 @@ struct CollRequest {
   std::function<int()> before;          // runs at every start (packing the user's data)
   std::function<int()> after;           // runs once the schedule completed without error
   // Requests of the MPI's own that `before` started beside the schedule (HIER_QUANT_CHECK's
-  // exact collective, exec/coll_quant.cpp): the request completes only once they have too, so
+  // exact collective, exec/quant_call.cpp): the request completes only once they have too, so
   // that `after` may read their results. Tested, never waited for; emptied at completion.
   std::vector<MPI_Request> side;
   int side_rc = MPI_SUCCESS;
 
-  // Set by request.cpp.
+  // Set by the progress engine (request.cpp, persistent.cpp).
   std::unique_ptr<RequestMemory> mem;  // null: runs on the context's own memory
   std::unique_ptr<Machine> machine;
   MPI_Request handle = MPI_REQUEST_NULL;

@@ -414,15 +414,18 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
   switch (st.kind) {
     case Kind::ReduceScatter: {
       const double in = static_cast<double>(total(st.counts) * ub);
-      // (libhier's own direct exchange, not the MPI's collective: the rounds model)
-      if (in >= static_cast<double>(m.direct_rs_from)) return algo_cost(Op::ReduceScatter, Algo::Pairwise, in, members, net, red);
+      // (libhier's own direct exchange, not the MPI's collective: the rounds model; the
+      // executor's decision, sched::direct_reduce_scatter, on the thresholds the model's
+      // schedules carry, which are the model's: build_for, build_quant)
+      if (sched::direct_reduce_scatter(st, ub, m.direct_rs_from))
+        return algo_cost(Op::ReduceScatter, Algo::Pairwise, in, members, net, red);
       return measured_or(Coll::ReduceScatterBlock, in, Coll::ReduceScatter, Op::ReduceScatter);
     }
     case Kind::Allreduce: return measured_or(Coll::Allreduce, count, Coll::Allreduce, Op::Allreduce);
     case Kind::Allgather: return measured_or(Coll::Allgather, count * members, Coll::Allgather, Op::Allgather);
     case Kind::Allgatherv: {
       const double all = static_cast<double>(total(st.counts) * ub);
-      if (all >= static_cast<double>(m.padded_agv_from)) {
+      if (sched::padded_allgatherv(st, ub, m.padded_agv_from)) {
         const double most = static_cast<double>(*std::max_element(st.counts.begin(), st.counts.end()) * ub);
         return measured_or(Coll::Allgather, most * members, Coll::Allgather, Op::Allgather);
       }

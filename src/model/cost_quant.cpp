@@ -12,14 +12,17 @@ namespace {
 
 using config::Coll;
 
-bool pipelinable(Coll c) { return c == Coll::Allreduce || c == Coll::ReduceScatterBlock; }
-
-// The quantized schedule of `rank` for a call of v values (chunks: pipelined).
-sched::Schedule build_quant(Coll coll, int64_t v, const topo::Shape& s, int rank, int bits, int64_t B, int chunks) {
+// The quantized schedule of `rank` for a call of v values (chunks: pipelined), with the level
+// steps the plan chooses from `m` (direct reduce-scatter, padded allgatherv: Plan copies them
+// from the model, and exec/coll_quant.cpp's builders take them from the plan), as it will run.
+sched::Schedule build_quant(Coll coll, int64_t v, const topo::Shape& s, int rank, int bits, int64_t B, int chunks,
+                            const Model& m) {
   sched::QuantParams q;
   q.bits = bits;
   q.block = B;
   q.chunks = chunks;
+  q.direct_rs_from = m.direct_rs_from;
+  q.padded_agv_from = m.padded_agv_from;
   switch (coll) {
     case Coll::Allreduce: return sched::build_quant_allreduce(s, rank, v, false, q);
     case Coll::ReduceScatter:
@@ -46,10 +49,8 @@ int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size) { return 
 double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, const Model& m, int bits, int64_t B,
                   int chunks, bool shm) {
   if (!s.cartesian || s.nlevels() != 2 || e <= 0 || B <= 0) return 0;
-  if (coll != Coll::Allreduce && coll != Coll::ReduceScatter && coll != Coll::ReduceScatterBlock &&
-      coll != Coll::Allgather)
-    return 0;
-  if (!pipelinable(coll)) chunks = 1;
+  if (!config::quantizable(coll)) return 0;
+  if (!config::quant_pipelined(coll)) chunks = 1;
   const int64_t v = bytes / e;
   if (v < s.size) return 0;
   // The rank costed: the last of the last node (the largest shard and piece: the builders' block
@@ -58,16 +59,16 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
   for (int r = 0; r < s.size; ++r)
     if (s.node_of[r] == s.nnodes - 1 && s.local_of[r] == s.dims[0] - 1) costed = r;
   std::vector<sched::Schedule> node;
-  node.push_back(build_quant(coll, v, s, costed, bits, B, chunks));
+  node.push_back(build_quant(coll, v, s, costed, bits, B, chunks, m));
   for (int r = 0; r < s.size; ++r)
-    if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks));
+    if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks, m));
   if (shm)
     for (sched::Schedule& x : node) route_inside_nodes(x, s);
   return cost(node, costed, s, m, e);
 }
 
 std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m, const config::Config& cfg) {
-  if (!pipelinable(call.coll) || call.elem_size <= 0) return {1};
+  if (!config::quant_pipelined(call.coll) || call.elem_size <= 0) return {1};
   const int64_t v = call.bytes / call.elem_size;
   // The pipelined unit: the allreduce's vector, each rank's output of the reduce-scatter.
   const int64_t units = call.coll == Coll::Allreduce ? v : v / std::max(ranks, 1);
@@ -83,9 +84,8 @@ std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m
 void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg, Plan& p) {
   const config::Quant mode = cfg.quant_for(call.coll);
   if (mode == config::Quant::Off) return;
-  const bool reduction =
-      call.coll == Coll::Allreduce || call.coll == Coll::ReduceScatter || call.coll == Coll::ReduceScatterBlock;
-  if (!reduction && call.coll != Coll::Allgather) return;
+  if (!config::quantizable(call.coll)) return;
+  if (!call.quantizable) return void(p.quant_why = "not MPI_SUM on float, double or float16 values");
   const int64_t e = call.elem_size;  // allgather too: the receive type's size (exec/coll_movement.cpp)
   if (e != 4 && e != 8 && e != 2) return void(p.quant_why = "not a float, double or float16 size");
   if (!s.cartesian || s.nlevels() != 2) return void(p.quant_why = "shape not cartesian with 2 levels");

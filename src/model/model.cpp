@@ -75,14 +75,13 @@ double LevelParams::message_ns(double bytes, int flows) const {
 Algo Model::flat_algorithm(config::Coll coll, int64_t bytes) const {
   for (const AlgoRule& r : flat_algorithms[static_cast<size_t>(coll)])
     if (bytes < r.below_bytes) return r.algo;
-  using config::Coll;
-  switch (coll) {
-    case Coll::Bcast:
-    case Coll::Reduce: return Algo::Binomial;
-    case Coll::Barrier: return Algo::Dissemination;
-    case Coll::Alltoall: return Algo::Pairwise;
-    default: return Algo::Ring;
-  }
+  // The table's FlatDefault column (config/collectives.def).
+  static constexpr Algo kDefault[] = {
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, quantized, flat) Algo::flat,
+#include "config/collectives.def"
+  };
+  static_assert(std::size(kDefault) == static_cast<size_t>(config::Coll::Count));
+  return kDefault[static_cast<size_t>(coll)];
 }
 
 }  // namespace hier::model

@@ -44,10 +44,9 @@ std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
   return {};
 }
 
-bool pipelined(Coll c) { return c == Coll::Allreduce || c == Coll::Bcast; }
 
 // The schedule of `rank` for the call in `chunks` chunks (bcast and reduce rooted at rank 0).
-sched::Schedule build_for(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
+sched::Schedule build_one(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
   const int64_t es = std::max<int64_t>(call.elem_size, 1);
   const int64_t units = call.bytes / es;
   switch (call.coll) {
@@ -68,8 +67,19 @@ sched::Schedule build_for(const Call& call, const topo::Shape& s, int rank, Algo
   return {};
 }
 
+}  // namespace
+
+sched::Schedule build_for(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks, const Model& m) {
+  sched::Schedule sc = build_one(call, s, rank, a, chunks);
+  sc.direct_rs_from = m.direct_rs_from;
+  sc.padded_agv_from = m.padded_agv_from;
+  return sc;
+}
+
+namespace {
+
 std::vector<int> chunk_options(const Call& call, const Model& m, const config::Config& cfg) {
-  if (!pipelined(call.coll)) return {1};
+  if (!config::pipelined(call.coll)) return {1};
   const int64_t units = call.bytes / std::max<int64_t>(call.elem_size, 1);
   if (cfg.chunk_bytes >= 0) return {sched::chunk_count(units, call.bytes, cfg.chunk_bytes)};
   std::vector<int> out{1};
@@ -88,9 +98,9 @@ double cheapest(const Call& call, const topo::Shape& s, const Model& m, const co
 
 double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks, bool shm) {
   std::vector<sched::Schedule> node;
-  node.push_back(build_for(call, s, 0, a, chunks));
+  node.push_back(build_for(call, s, 0, a, chunks, m));
   for (int r = 1; r < s.size; ++r)
-    if (s.node_of[r] == s.node_of[0]) node.push_back(build_for(call, s, r, a, chunks));
+    if (s.node_of[r] == s.node_of[0]) node.push_back(build_for(call, s, r, a, chunks, m));
   if (shm)
     for (sched::Schedule& x : node) route_inside_nodes(x, s);
   const int64_t ub = node[0].unit == sched::Unit::Bytes ? 1 : std::max<int64_t>(call.elem_size, 1);

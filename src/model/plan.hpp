@@ -26,6 +26,11 @@ struct Call {
                           // vector; alltoall: what one rank sends; barrier: 0
   int64_t elem_size = 1;  // bytes per unit of the schedule (the datatype's size; 1 for byte schedules;
                           // allgather: the receive type's size, which only its quantized cost uses)
+  // Whether the call's op and values allow a quantized schedule (the executor says, from what every
+  // rank shares: MPI_SUM on float, double or float16, or an allgather of such values:
+  // exec::quantizable_reduction / quant_elem). The planner weighs quantization only then, so that
+  // its plan.quant_bits is the one decision the executor runs.
+  bool quantizable = true;
 };
 
 struct Plan {
@@ -57,6 +62,12 @@ Plan plan(const Call& call, const topo::Shape& shape, const Model& m, const conf
 // `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes).
 double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sched::Algorithm a, int chunks,
                  bool shm = false);
+
+// The schedule of `rank` that hier_cost costs for algorithm `a` in `chunks` chunks (bcast and
+// reduce rooted at rank 0), carrying the model's choices of level steps
+// (Schedule::direct_rs_from / padded_agv_from) as the plan hands them to the executor.
+sched::Schedule build_for(const Call& call, const topo::Shape& shape, int rank, sched::Algorithm a, int chunks,
+                          const Model& m);
 
 // The smallest bytes (a power of 4) from which plan() goes hierarchical for `coll` on any of a
 // few probe shapes (the model's own, 2x2, 2x4, 4x2, 4x4), divided by 4: the cheap pre-check of

@@ -58,6 +58,22 @@ void list(std::ostringstream& o, const char* name, const std::vector<int64_t>& v
 }
 }  // namespace
 
+namespace {
+int64_t total(const Step& st) {
+  int64_t t = 0;
+  for (int64_t x : st.counts) t += x;
+  return t;
+}
+}  // namespace
+
+bool direct_reduce_scatter(const Step& st, int64_t elem_bytes, int64_t from) {
+  return st.kind == Kind::ReduceScatter && elem_bytes > 0 && !st.bytes && total(st) * elem_bytes >= from;
+}
+
+bool padded_allgatherv(const Step& st, int64_t elem_bytes, int64_t from) {
+  return st.kind == Kind::Allgatherv && total(st) * (elem_bytes > 0 && !st.bytes ? elem_bytes : 1) >= from;
+}
+
 int64_t count_of(const Schedule& s, Kind k) {
   int64_t n = 0;
   for (const Step& st : s.steps)

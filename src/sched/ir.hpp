@@ -107,6 +107,16 @@ struct Schedule {
   std::vector<Step> steps;
 };
 
+// How a ReduceScatter or Allgatherv level step runs: as the MPI's collective, or as libhier's own
+// exchange (exec/direct.hpp: a direct reduce-scatter, an allgather of padded pieces). Decided
+// here once, from the plan's threshold the schedule carries (Schedule::direct_rs_from /
+// padded_agv_from) and the step's size: the executor runs what this says and the model
+// (model/cost.cpp) costs what this says. `elem_bytes`: bytes per element of an element schedule,
+// 0 for a byte schedule; a step on records (Step::bytes) counts bytes. A direct reduce-scatter
+// needs an element type (it reduces), so a byte step never takes it.
+bool direct_reduce_scatter(const Step& st, int64_t elem_bytes, int64_t from);
+bool padded_allgatherv(const Step& st, int64_t elem_bytes, int64_t from);
+
 // The sum of the counts of the steps of kind `k` (e.g. the values a quantized schedule
 // quantizes, over all its chunks when pipelined).
 int64_t count_of(const Schedule& s, Kind k);

@@ -40,14 +40,12 @@ Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_
   for (int c = 0; c < chunks; ++c) {
     Schedule one = build(sp.counts[c]);
     if (c == 0) {
-      out.name = one.name;
-      out.unit = one.unit;
-      out.reads_recv = one.reads_recv;
-      out.writes_recv = one.writes_recv;
-      out.direct_rs_from = one.direct_rs_from;
-      out.padded_agv_from = one.padded_agv_from;
-      out.quant_bits = one.quant_bits;
-      out.quant_block = one.quant_block;
+      // Everything the first chunk's schedule says about the whole call (name, unit, the plan's
+      // choices, the quantization, and any field added later), copied whole; then what differs:
+      // the regions and steps, summed and interleaved over the chunks below.
+      out = one;
+      out.steps.clear();
+      out.scratch = out.residual = out.records = 0;
     }
     // This chunk's own regions: scratch and residual (units) and records (bytes, 64-aligned).
     const int64_t scratch_base = out.scratch, residual_base = out.residual;

@@ -47,7 +47,6 @@ struct Levels {
 
   long owned_count() const { return static_cast<long>(owned_.size()); }
   int my_node() const { return shape.node_of[rank]; }
-  int my_local() const { return shape.local_of[rank]; }
 
  private:
   friend std::unique_ptr<Levels> build_levels(MPI_Comm, const config::Config&, int*, int*);

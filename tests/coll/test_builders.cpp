@@ -264,6 +264,45 @@ TEST(CollPipeline, Bcast) {
   }
 }
 
+// A pipelined schedule keeps every field of the chunks' schedules that is about the whole call
+// (sched/pipeline.cpp copies the first chunk's schedule whole), and sums or interleaves only the
+// regions and the steps. Each field below is set to a value no builder gives it.
+TEST(CollPipeline, KeepsEveryScheduleField) {
+  // A new field of Schedule changes its size: set it below too, and check that the pipelined
+  // schedule keeps it (or say here why it differs).
+  static_assert(sizeof(Schedule) == 128, "sched::Schedule has a new field: add it to this test");
+  const auto all = shapes();
+  const NamedShape& ns = all[0];  // node:2 x2
+  auto build = [&](int64_t m) {
+    Schedule one = hier::sched::build_allreduce(ns.shape, 0, m, false, Algorithm::RsArAg, false);
+    one.name = "field-test";
+    one.unit = hier::sched::Unit::Bytes;
+    one.reads_recv = one.writes_recv = true;
+    one.direct_rs_from = 12345;
+    one.padded_agv_from = 6789;
+    one.quant_bits = 4;
+    one.quant_block = 96;
+    one.scratch = 10;
+    one.records = 100;  // each chunk's own region, 64-aligned after the first
+    one.residual = 7;
+    return one;
+  };
+  const Schedule one = build(50), s = hier::sched::pipeline(100, 2, build);
+  ASSERT_EQ(s.chunks, 2);
+  EXPECT_EQ(s.name, one.name);
+  EXPECT_EQ(s.unit, one.unit);
+  EXPECT_EQ(s.reads_recv, one.reads_recv);
+  EXPECT_EQ(s.writes_recv, one.writes_recv);
+  EXPECT_EQ(s.direct_rs_from, one.direct_rs_from);
+  EXPECT_EQ(s.padded_agv_from, one.padded_agv_from);
+  EXPECT_EQ(s.quant_bits, one.quant_bits);
+  EXPECT_EQ(s.quant_block, one.quant_block);
+  EXPECT_EQ(s.scratch, 2 * one.scratch);
+  EXPECT_EQ(s.residual, 2 * one.residual);
+  EXPECT_EQ(s.records, 128 + one.records);
+  EXPECT_EQ(s.steps.size(), 2 * one.steps.size());
+}
+
 // Without Step::stage, tree non-leaders would issue the node's bcast of chunk c before the
 // leader's reduce of chunk c + 1: the simulator must see that order mismatch.
 TEST(CollPipeline, SimulatorCatchesStageSkew) {

@@ -851,6 +851,98 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
     EXPECT_EQ(model::plan({Coll::Allreduce, from[0] - 4, 4}, model::two_level(n, r), m, autocfg).algo, Algorithm::Flat);
 }
 
+// One row per collective (config/collectives.def): every list the planner keeps per collective
+// follows the table, so a new row without its builder, or a column that the code ignores, fails
+// here. Every row has a candidate hierarchical algorithm whose schedule the planner can build
+// and cost; the Pipelined column says which are cut into chunks, the Quantized column which have
+// a quantized schedule and which of those are pipelined.
+TEST(Table, EveryRowIsPlannedAsItsColumnsSay) {
+  const topo::Shape s = model::two_level(2, 4);
+  const model::Model& m = model::builtin(model::Family::Mpich);
+  config::Config cfg;
+  cfg.algo.fill(config::Algo::Hier);
+  cfg.chunk_bytes = 1 * MiB;
+  for (size_t i = 0; i < static_cast<size_t>(Coll::Count); ++i) {
+    const Coll c = static_cast<Coll>(i);
+    const bool reduction = c == Coll::Allreduce || c == Coll::ReduceScatterBlock || c == Coll::ReduceScatter ||
+                           c == Coll::Reduce;
+    const model::Call call{c, c == Coll::Barrier ? 0 : 16 * MiB, reduction ? 4 : 1};
+    const model::Plan p = model::plan(call, s, m, cfg);
+    ASSERT_NE(p.algo, Algorithm::Flat) << config::coll_key(c) << ": no hierarchical candidate (model/plan.cpp)";
+    EXPECT_FALSE(model::build_for(call, s, 0, p.algo, p.chunks, m).steps.empty()) << config::coll_key(c);
+    EXPECT_EQ(p.chunks > 1, config::pipelined(c)) << config::coll_key(c) << ": the Pipelined column";
+    // The quantized schedule: costed only where the table has one, pipelined where it says so.
+    const double q1 = model::quant_cost(c, 16 * MiB, 4, s, m, 8, 512, 1);
+    EXPECT_EQ(q1 > 0, config::quantizable(c)) << config::coll_key(c) << ": the Quantized column";
+    if (config::quantizable(c)) {
+      EXPECT_EQ(model::quant_cost(c, 16 * MiB, 4, s, m, 8, 512, 4) != q1, config::quant_pipelined(c))
+          << config::coll_key(c) << ": the Quantized column's pipelining";
+    }
+  }
+}
+
+// The planner tells quantization only where the executor says the op and the values qualify
+// (model::Call::quantizable): an MPI_INT allreduce, 4 bytes a value like a float, is never planned
+// quantized (it once was, then ran exact).
+TEST(Planner, QuantizesOnlyWhatTheExecutorCanQuantize) {
+  const topo::Shape s = model::two_level(2, 4);
+  const model::Model& m = model::builtin(model::Family::Mpich);
+  config::Config cfg;
+  cfg.algo.fill(config::Algo::Hier);
+  cfg.quant.fill(config::Quant::Int8);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 16 * MiB, 4, true}, s, m, cfg).quant_bits, 8);
+  EXPECT_EQ(model::plan({Coll::Allreduce, 16 * MiB, 4, false}, s, m, cfg).quant_bits, 0);
+  EXPECT_EQ(model::plan({Coll::Bcast, 16 * MiB, 4, true}, s, m, cfg).quant_bits, 0);  // no quantized schedule
+}
+
+// Each decision once (issue 28): how a reduce-scatter or allgatherv level step runs (the MPI's
+// collective, or libhier's direct exchange / padded allgather) is sched::direct_reduce_scatter /
+// padded_allgatherv on the thresholds the schedule carries; the executor runs that, and the model
+// must cost that. Over a sweep of calls, shapes and thresholds: the schedules the planner costs
+// carry the plan's thresholds (the executor's schedules get them from the plan: exec/prepare.cpp,
+// exec/coll_quant.cpp), and every such step costs what the decision says: the same as under a
+// model whose thresholds force that very choice.
+TEST(Planner, CostsTheLevelStepsThatRun) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  config::Config cfg;
+  cfg.algo.fill(config::Algo::Hier);
+  int checked = 0, direct = 0;
+  for (model::Family f : {model::Family::Mpich, model::Family::OpenMPI})
+    for (int64_t from : {int64_t{0}, 64 * KiB, 1 * MiB, kNever})
+      for (const topo::Shape& s : {model::two_level(2, 4), model::two_level(4, 2), model::two_level(3, 3)})
+        for (Coll c : {Coll::Allreduce, Coll::ReduceScatterBlock, Coll::ReduceScatter, Coll::Allgather,
+                       Coll::Allgatherv, Coll::Reduce, Coll::Bcast})
+          for (int64_t bytes : {72 * KiB, 1 * MiB + 72 * KiB, 9 * MiB}) {
+            model::Model m = model::builtin(f);
+            m.direct_rs_from = m.padded_agv_from = from;
+            const bool reduction = c == Coll::Allreduce || c == Coll::ReduceScatterBlock ||
+                                   c == Coll::ReduceScatter || c == Coll::Reduce;
+            const model::Call call{c, bytes, reduction ? 4 : 1};
+            const model::Plan p = model::plan(call, s, m, cfg);
+            ASSERT_EQ(p.direct_rs_from, from);
+            ASSERT_EQ(p.padded_agv_from, from);
+            if (p.algo == Algorithm::Flat) continue;
+            const sched::Schedule sc = model::build_for(call, s, 0, p.algo, p.chunks, m);
+            ASSERT_EQ(sc.direct_rs_from, p.direct_rs_from);
+            ASSERT_EQ(sc.padded_agv_from, p.padded_agv_from);
+            const int64_t ub = sc.unit == sched::Unit::Bytes ? 1 : call.elem_size;
+            for (const sched::Step& st : sc.steps) {
+              if (st.kind != sched::Kind::ReduceScatter && st.kind != sched::Kind::Allgatherv) continue;
+              const bool own = sched::direct_reduce_scatter(st, ub, sc.direct_rs_from) ||
+                               sched::padded_allgatherv(st, ub, sc.padded_agv_from);
+              model::Model forced = m;
+              forced.direct_rs_from = forced.padded_agv_from = own ? 0 : kNever;
+              EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, ub, 1), model::step_cost(st, 0, s, forced, ub, 1))
+                  << config::coll_key(c) << " " << bytes << " from " << from << ": " << sched::to_string(st.kind);
+              ++checked;
+              direct += own;
+            }
+          }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(direct, 10);           // the sweep reaches both choices
+  EXPECT_GT(checked - direct, 10);
+}
+
 // The built-in model on the emulated cluster, 2 nodes x 4 ranks: H = hierarchical (digit: pipeline
 // chunks), F = flat, for 64 KiB .. 16 MiB (x2). Reductions of floats (4-byte elements).
 // The built-in files are hier-tune's measurement of the cluster (docs/model.md, "The built-in
