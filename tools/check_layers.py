@@ -38,14 +38,17 @@ ALLOWED = {
     "device": {},
     "quant": {"device": "the kernels are HIER_HD bodies (device/hd.hpp) that a GPU backend compiles too",
               "config": "the collectives' names and HIER_QUANT_* settings of the report and feedback"},
+    "shm": {"diag": "why a segment could not be had (HIER_DEBUG=INFO)"},
     "topo": {"config": "HIER_LEVELS and the other topology settings",
-             "diag": "warnings about the detected hierarchy"},
+             "diag": "warnings about the detected hierarchy",
+             "shm": "the level communicators own their shared-memory segments (HIER_SHM)"},
     "sched": {"topo": "builders read the shape (levels, nodes, leaders)",
               "quant": "quantized schedules size their records in quant/format.hpp's format"},
     "model": {"sched": "the planner builds and costs candidate schedules",
               "topo": "costs read the shape",
               "config": "HIER_ALGO, HIER_CHUNK, HIER_TUNE_FILE",
-              "diag": "the one warning line of a rejected tune file"},
+              "diag": "the one warning line of a rejected tune file",
+              "shm": "the segment's geometry: rounds of HIER_SHM steps"},
     "dtype": {"device": "device backends, block copies and pointer kinds of the buffers it packs",
               "config": "HIER_DTYPE_* settings",
               "diag": "warnings and traces",
@@ -53,7 +56,7 @@ ALLOWED = {
     "exec": {"sched": "runs schedules", "model": "the plan of each call", "topo": "level communicators",
              "dtype": "packs non-contiguous user blocks, reads type signatures", "quant": "the quantize steps' kernels and the "
              "quantized calls' state", "device": "memory kinds of the buffers", "config": "settings",
-             "diag": "traces and the report's sections"},
+             "diag": "traces and the report's sections", "shm": "runs level steps on the segments (HIER_SHM)"},
     "core": None,  # the top: everything below
 }
 # The generated header hier/fn.hpp (enum Fn of interposer/api.txt) and who may include it.

@@ -39,6 +39,8 @@ inline constexpr bool quant_pipelined(Coll c) { return kCollQuantized[static_cas
 
 enum class Algo : uint8_t { Auto, Flat, Hier };
 enum class Quant : uint8_t { Off, Int8, Int4 };
+// HIER_SHM: level steps through shared memory (docs/shm.md).
+enum class ShmMode : uint8_t { Off, Auto, On };
 
 // One level of HIER_LEVELS, innermost first. size == 0: detect (hwloc / shared memory).
 struct Level {
@@ -64,6 +66,7 @@ struct Config {
   int quant_check_every = 0;       // HIER_QUANT_CHECK: check every Nth quantized call; 0 = off
   int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
+  ShmMode shm = ShmMode::Off;    // HIER_SHM: node-level steps through a shared segment
   // HIER_GPU_AWARE: whether the MPI takes device pointers; -1 = auto (asked through
   // MPIX_Query_cuda_support / MPIX_Query_rocm_support, device/gpu_aware.hpp), 0 = no, 1 = yes.
   int gpu_aware = -1;

@@ -7,6 +7,11 @@ namespace hier::exec {
 
 int Pending::complete() {
   int rc = finish ? finish(*this) : MPI_SUCCESS;
+  if (shm) {
+    const int rc_shm = shm::finish(*shm);
+    shm.reset();
+    if (rc == MPI_SUCCESS) rc = rc_shm;
+  }
   finish = nullptr;
   const int rc_all = reqs.empty() ? MPI_SUCCESS
                                   : PMPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);

@@ -8,10 +8,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "exec/scratch.hpp"
 #include "exec/typed.hpp"
+#include "shm/step.hpp"
 
 namespace hier::exec {
 
@@ -22,6 +24,7 @@ struct Pending {
   std::vector<int> counts, displs;
   std::vector<int> rcounts, rdispls;  // Alltoallv's receive side
   std::function<int(Pending&)> finish;
+  std::unique_ptr<shm::Step> shm;  // a step through shared memory (exec/shm_steps.hpp): no requests
   // Runs `finish` and waits for every request, also after an error (no request outlives the
   // step); returns the first error.
   int complete();

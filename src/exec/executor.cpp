@@ -7,8 +7,11 @@
 #include <cmath>
 
 #include "exec/direct.hpp"
+#include "exec/shm_steps.hpp"
 #include "exec/typed.hpp"
 #include "quant/quant.hpp"
+#include "sched/transport.hpp"
+#include "shm/wait.hpp"
 #include "util/inject.hpp"
 
 namespace hier::exec {
@@ -30,6 +33,11 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
 }
 
 }  // namespace
+
+int route_shm(sched::Schedule& s, const topo::Levels& lv) {
+  if (lv.segments.empty()) return 0;
+  return sched::route_shm(s, [&lv](const sched::CommRef& c) { return lv.segment(comm_of(c, lv)) != nullptr; });
+}
 
 Machine::Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking)
     : s_(s), lv_(lv), b_(b), nonblocking_(nonblocking) {}
@@ -137,6 +145,19 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   int* cnt = counts.data();
   int* dsp = displs.data();
   Scratch* tmp = b_.tmp ? &(*b_.tmp)[slot] : nullptr;
+  // Through the communicator's shared segment (the plan marked the step; exec/shm_steps.hpp),
+  // unless the transport declines these inputs, as it does on every member alike.
+  if (s.via == sched::Via::Shm)
+    if (shm::Segment* seg = lv_.segment(c)) {
+      ShmArgs a{s.in_place ? nullptr : at(s.src), at(s.dst), s.in_place, s.count, s.root, s.counts, s.displs, info, op};
+      if (std::unique_ptr<shm::Step> st = shm_start(s.kind, *seg, a)) {
+        if (!pd) return shm::finish(*st);
+        pd->reqs.clear();
+        pd->shm = std::move(st);
+        shm::advance(*pd->shm);  // its first round, where the peers allow
+        return MPI_SUCCESS;
+      }
+    }
   switch (s.kind) {
     case Kind::ReduceScatter: {
       // (libhier's own exchange as sched::direct_reduce_scatter decided; a run without buffers
@@ -228,18 +249,37 @@ void Machine::start_group() {
   in_flight_ = true;
 }
 
+namespace {
+// Whether every step of a group is complete, testing each once in order (shared-memory steps
+// advance as far as their peers allow; a step's finish, as the direct exchanges', runs later in
+// Pending::complete). An error counts as complete: Pending::complete reports it.
+bool group_complete(std::vector<Pending>& pending, size_t n) {
+  for (size_t k = 0; k < n; ++k) {
+    Pending& pd = pending[k];
+    if (pd.shm) {
+      if (!shm::advance(*pd.shm)) return false;
+      continue;
+    }
+    if (pd.reqs.empty()) continue;
+    int flag = 0;
+    if (PMPI_Testall(static_cast<int>(pd.reqs.size()), pd.reqs.data(), &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      return true;
+    if (!flag) return false;
+  }
+  return true;
+}
+}  // namespace
+
 bool Machine::complete_group(bool block) {
   if (!in_flight_) return true;
-  if (!block) {
-    // Tested in order; a step's finish (direct exchanges) runs once all its requests are done.
-    for (size_t k = 0; k < started_; ++k) {
-      Pending& pd = pending_[k];
-      if (pd.reqs.empty()) continue;
-      int flag = 0;
-      if (PMPI_Testall(static_cast<int>(pd.reqs.size()), pd.reqs.data(), &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-        break;  // complete() below reports the error
-      if (!flag) return false;
-    }
+  bool has_shm = false;
+  for (size_t k = 0; k < started_; ++k) has_shm |= pending_[k].shm != nullptr;
+  if (block && has_shm) {
+    // Shared-memory steps beside messages (a pipelined wave): both advance in turn, so that
+    // neither waits for the other to finish first.
+    shm::wait_until([&] { return group_complete(pending_, started_); });
+  } else if (!block && !group_complete(pending_, started_)) {
+    return false;
   }
   for (size_t k = 0; k < started_; ++k) {
     const int rc_k = pending_[k].complete();

@@ -39,6 +39,10 @@ struct Binding {
   char* residual = nullptr;
 };
 
+// Marks Via::Shm the steps of `s` on level communicators that have a shared-memory segment
+// (HIER_SHM; sched/transport.hpp), the same on every rank. Returns how many.
+int route_shm(sched::Schedule& s, const topo::Levels& lv);
+
 // Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a
 // run never allocates once the ranks depend on each other. `info`: the element type (element
 // schedules), null for byte schedules. False when memory could not be had. Step k of a wave takes

@@ -9,6 +9,7 @@
 #include "base/hooks.hpp"
 #include "base/runtime.hpp"
 #include "diag/log.hpp"
+#include "exec/executor.hpp"
 #include "exec/fallback.hpp"
 #include "exec/request.hpp"
 #include "exec/typed.hpp"
@@ -126,6 +127,7 @@ std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& k
           sched::Schedule built = build(v);
           built.direct_rs_from = p.plan.direct_rs_from;
           built.padded_agv_from = p.plan.padded_agv_from;
+          route_shm(built, *p.ctx->levels);
           e.variant[v] = std::make_shared<const sched::Schedule>(std::move(built));
         }
       failed = 1 + static_cast<int>(Acquire::Scratch);

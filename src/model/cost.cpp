@@ -6,6 +6,9 @@
 #include <map>
 #include <tuple>
 
+#include "sched/transport.hpp"
+#include "shm/segment.hpp"
+
 namespace hier::model {
 namespace {
 
@@ -333,6 +336,28 @@ double linear_v(const sched::Step& st, int members, const LevelParams& lp, bool 
   return bytes > 0 ? lp.message_ns(bytes, 1) : 0;
 }
 
+// A level step through the shared segment (Via::Shm; exec/shm_steps.hpp), one member's time: its
+// copies in and out at copy_ns_per_byte, its folds at reduce_ns_per_byte, and one flag
+// synchronization per round of a slot's half (shm::kHalfBytes).
+double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, bool with_reduce) {
+  const double p = members, c = m.copy_ns_per_byte, r = with_reduce ? m.reduce_ns_per_byte : 0.0;
+  const double half = static_cast<double>(shm::kHalfBytes);
+  auto rounds = [&](double per_round_bytes) { return std::max(1.0, std::ceil(per_round_bytes / half)); };
+  const double n = static_cast<double>(st.count * ub);
+  double all = 0, most = 0;
+  for (int64_t x : st.counts) all += static_cast<double>(x * ub), most = std::max(most, static_cast<double>(x * ub));
+  switch (st.kind) {
+    case Kind::ReduceScatter:  // the others' pieces in, my piece folded from every slot
+      return all * c + all / p * (p - 1) * r + rounds(all) * m.shm_round_ns;
+    case Kind::Allgather: return n * p * c + rounds(n) * m.shm_round_ns;
+    case Kind::Allgatherv: return all * c + rounds(most) * m.shm_round_ns;
+    case Kind::Bcast: return n * c + rounds(n) * m.shm_round_ns;
+    case Kind::Reduce: return n * c + n * (p - 1) * r + rounds(n) * m.shm_round_ns;
+    case Kind::Allreduce: return 2 * n * c + n * (p - 1) * r + rounds(n) * m.shm_round_ns;
+    default: return m.shm_round_ns;  // barrier
+  }
+}
+
 bool is_local(Kind k) {
   return k == Kind::Copy || k == Kind::LoadBlock || k == Kind::StoreBlock || k == Kind::Quantize ||
          k == Kind::Dequantize || k == Kind::DequantizeReduce;
@@ -365,6 +390,7 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
   if (st.bytes) ub = 1;  // steps on records move bytes
   int members = static_cast<int>(st.counts.size());
   if (members == 0) members = member_count(st.comm, rank, s);
+  if (st.via == sched::Via::Shm) return shm_cost(st, members, ub, m, with_reduce);
   const LevelParams& lp = m.level(level_of(st.comm, s));
   const LevelNet net(lp, flows);
   const double red = with_reduce ? m.reduce_ns_per_byte : 0.0;
@@ -470,6 +496,13 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
     i = j;
   }
   return t;
+}
+
+void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape) {
+  const int outer = shape.nlevels() - 1;
+  sched::route_shm(s, [outer](const sched::CommRef& c) {
+    return c.on == sched::On::Node || (c.on == sched::On::Step && c.level < outer);
+  });
 }
 
 }  // namespace hier::model

@@ -96,6 +96,11 @@ double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ranks_per
 double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shape& shape, const Model& m,
             int64_t unit_bytes);
 
+// HIER_SHM as the planner assumes it: the level steps the transport runs on the communicators
+// inside a node (the node, and every cartesian step level but the outermost) marked Via::Shm.
+// (At run time, exec::route_shm marks those whose members could map a segment.)
+void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape);
+
 // The cost of one step alone, with `flows` flows on its level (exposed for the tests);
 // with_reduce false: without the local reductions (communication only). Steps of quantized
 // schedules (Schedule::quant_bits: `quant_bits`): Quantize / Dequantize / DequantizeReduce at

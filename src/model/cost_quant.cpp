@@ -47,7 +47,7 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits) {
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size) { return block * ranks * elem_size; }
 
 double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, const Model& m, int bits, int64_t B,
-                  int chunks) {
+                  int chunks, bool shm) {
   if (!s.cartesian || s.nlevels() != 2 || e <= 0 || B <= 0) return 0;
   if (!config::quantizable(coll)) return 0;
   if (!config::quant_pipelined(coll)) chunks = 1;
@@ -62,6 +62,8 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
   node.push_back(build_quant(coll, v, s, costed, bits, B, chunks, m));
   for (int r = 0; r < s.size; ++r)
     if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks, m));
+  if (shm)
+    for (sched::Schedule& x : node) route_inside_nodes(x, s);
   return cost(node, costed, s, m, e);
 }
 
@@ -92,7 +94,7 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
     return void(p.quant_why = "exact: below one block per rank (HIER_QUANT_BLOCK)");
   // The quantized schedule in each chunk count HIER_CHUNK or the model offers: the cheapest.
   for (int c : quant_chunk_options(call, s.size, m, cfg)) {
-    const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c);
+    const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c, cfg.shm != config::ShmMode::Off);
     if (t > 0 && (p.quant_ns <= 0 || t < p.quant_ns)) p.quant_ns = t, p.quant_chunks = c;
   }
   const double exact = p.algo == sched::Algorithm::Flat ? p.flat_ns : p.hier_ns;

@@ -47,8 +47,9 @@ int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 // `elem_size`: bytes per value (4: float32, 8: float64, 2: MPIX_C_FLOAT16); `chunks`: pipelined in that many chunks
 // (allreduce and reduce_scatter_block; the others ignore it). 0 when the collective has no
 // quantized schedule.
+// `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes).
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,
-                  int bits, int64_t block, int chunks = 1);
+                  int bits, int64_t block, int chunks = 1, bool shm = false);
 
 // The chunk counts the planner tries for the quantized schedule of `call` on `ranks` ranks:
 // HIER_CHUNK's one (cut at cfg.quant_block boundaries), or 1 and those of the model's

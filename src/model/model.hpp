@@ -118,6 +118,10 @@ struct Model {
   double overlap = 1.0;          // 0..1: steps of different levels in one wave
   std::array<std::vector<int64_t>, kColls> chunk_bytes;  // pipeline chunk sizes the planner tries (allreduce, bcast)
   int64_t direct_rs_from = std::numeric_limits<int64_t>::max();
+  // HIER_SHM's steps (docs/shm.md): the flags' synchronization of one round of a segment, where
+  // every member must have run once (bench/shm/bench_wait.cpp: 8 ranks on 2 cores); the data
+  // moves at copy_ns_per_byte and reduce_ns_per_byte.
+  double shm_round_ns = 20000;
   int64_t padded_agv_from = std::numeric_limits<int64_t>::max();
 
   const LevelParams& level(LevelKind k) const { return k == LevelKind::Intra ? intra : inter; }

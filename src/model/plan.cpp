@@ -96,11 +96,13 @@ double cheapest(const Call& call, const topo::Shape& s, const Model& m, const co
 
 }  // namespace
 
-double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks) {
+double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks, bool shm) {
   std::vector<sched::Schedule> node;
   node.push_back(build_for(call, s, 0, a, chunks, m));
   for (int r = 1; r < s.size; ++r)
     if (s.node_of[r] == s.node_of[0]) node.push_back(build_for(call, s, r, a, chunks, m));
+  if (shm)
+    for (sched::Schedule& x : node) route_inside_nodes(x, s);
   const int64_t ub = node[0].unit == sched::Unit::Bytes ? 1 : std::max<int64_t>(call.elem_size, 1);
   return cost(node, 0, s, m, ub);
 }
@@ -136,7 +138,7 @@ double cheapest(const Call& call, const topo::Shape& s, const Model& m, const co
   double best = -1;
   for (Algorithm a : cands)
     for (int c : chunk_options(call, m, cfg)) {
-      const double t = hier_cost(call, s, m, a, c);
+      const double t = hier_cost(call, s, m, a, c, cfg.shm != config::ShmMode::Off);
       if (best < 0 || t < best) {
         best = t;
         if (best_a) *best_a = a;

@@ -29,6 +29,8 @@ const char* to_string(Kind k) {
   return "?";
 }
 
+const char* to_string(Via v) { return v == Via::Shm ? "shm" : "mpi"; }
+
 std::string to_string(const CommRef& c) {
   switch (c.on) {
     case On::None: return "local";
@@ -92,6 +94,7 @@ std::string to_string(const Schedule& s) {
     o << "\n  ";
     if (st.wave >= 0) o << "[wave " << st.wave << "] ";
     o << to_string(st.kind) << " on " << to_string(st.comm);
+    if (st.via != Via::Mpi) o << " via " << to_string(st.via);
     switch (st.kind) {
       case Kind::Barrier: break;
       case Kind::LoadBlock: o << " block " << st.block << " -> " << to_string(st.dst); break;

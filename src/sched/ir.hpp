@@ -34,6 +34,12 @@ struct CommRef {
   bool operator==(const CommRef&) const = default;
 };
 
+// How a level step reaches its peers: the MPI's messages, or the shared-memory segment of its
+// level communicator (HIER_SHM; exec/shm_steps.hpp). The transport only: both give results of
+// the same bits where they reduce in the same order (docs/shm.md). Where the data lives
+// (host / device) will be a separate attribute, not a value of this one.
+enum class Via : uint8_t { Mpi, Shm };
+
 enum class Kind : uint8_t {
   Copy,           // local: count units src -> dst (typed for element schedules)
   LoadBlock,      // bytes: the user's send block `block` (alltoall) -> dst
@@ -63,6 +69,7 @@ enum class Kind : uint8_t {
 struct Step {
   Kind kind = Kind::Copy;
   CommRef comm;
+  Via via = Via::Mpi;  // level steps: set by route_shm (sched/transport.hpp) where a segment exists
   Ref src, dst;
   bool in_place = false;
   int64_t count = 0;
@@ -115,6 +122,7 @@ bool padded_allgatherv(const Step& st, int64_t elem_bytes, int64_t from);
 int64_t count_of(const Schedule& s, Kind k);
 
 const char* to_string(Kind k);
+const char* to_string(Via v);
 std::string to_string(const CommRef& c);
 std::string to_string(const Ref& r);
 // One line per step, for HIER_DEBUG=TRACE and the unit tests' failure messages.

@@ -1,5 +1,6 @@
 #include "topo/levels.hpp"
 
+#include "diag/log.hpp"
 #include "topo/discover.hpp"
 #include "util/inject.hpp"
 
@@ -22,6 +23,32 @@ bool wants_physical(const config::Config& cfg) {
   for (config::Algo a : cfg.algo)
     if (a == config::Algo::Auto) return true;
   return false;
+}
+
+// HIER_SHM: a segment for each level communicator (of 2 members or more) whose members share
+// memory, then one agreement: a member that could not map one means no segment on any rank.
+// Every rank visits its communicators in the order they were created (as their creation did),
+// so the collectives over each never wait on each other in a cycle. The names are unlinked once
+// every member has mapped them: a rank killed later leaves nothing in /dev/shm.
+void attach_segments(Levels& lv, const std::vector<MPI_Comm>& comms) {
+  bool failed = false;
+  for (MPI_Comm c : comms) {
+    int n = 0;
+    PMPI_Comm_size(c, &n);
+    if (n < 2 || lv.segment(c) || !shm::members_share_memory(c)) continue;
+    bool f = false;
+    auto seg = shm::open_segment(c, shm::kHalfBytes, &f);
+    failed |= f;
+    if (seg) lv.segments.emplace_back(c, std::move(seg));
+  }
+  int any = failed ? 1 : 0;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, lv.internal) != MPI_SUCCESS) any = 1;
+  if (any) {
+    if (failed) HIER_INFO("shm", "this rank could not map a shared segment: level steps as messages on every rank");
+    lv.segments.clear();  // unlinks and unmaps
+    return;
+  }
+  for (auto& [c, seg] : lv.segments) seg->unlink_name();
 }
 
 // Tags of PMPI_Comm_create_group, one per kind of level communicator.
@@ -98,6 +125,8 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
     if (failed) *failed = ok ? 1 : 2;
     return nullptr;  // frees whatever this rank created
   }
+  if (cfg.shm != config::ShmMode::Off)
+    attach_segments(*lv, std::vector<MPI_Comm>(lv->owned_.begin() + 1, lv->owned_.end()));  // not `internal`
   return lv;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "shm/segment.hpp"
 #include "topo/shape.hpp"
 
 namespace hier::topo {
@@ -28,6 +29,16 @@ struct Levels {
   // A duplicate of the user communicator for libhier's own agreements (exec/prepare.cpp): what a
   // schedule-cache miss acquired on every rank, before any rank depends on another.
   MPI_Comm internal = MPI_COMM_NULL;
+
+  // HIER_SHM: a shared-memory segment (shm/segment.hpp) per level communicator whose members
+  // share memory, on every rank or on none (agreed when built); the schedule's steps marked
+  // Via::Shm run on them.
+  std::vector<std::pair<MPI_Comm, std::unique_ptr<shm::Segment>>> segments;
+  shm::Segment* segment(MPI_Comm c) const {
+    for (const auto& [comm, seg] : segments)
+      if (comm == c) return seg.get();
+    return nullptr;
+  }
 
   Levels() = default;
   Levels(const Levels&) = delete;

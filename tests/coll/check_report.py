@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the finalize report of a collective test run (rank 0's file).
 
-usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--algo FN ALGO ...] [--no-algo FN ALGO ...] [--max-live N]
+usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--shm KIND ...] [--no-shm] [--algo FN ALGO ...] [--no-algo FN ALGO ...] [--max-live N]
   --hier FN: MPI function FN ran hierarchically at least once
   --flat FN: MPI function FN never ran hierarchically
   --max-live N: at most N libhier contexts were alive at finalize (level communicators freed)
@@ -9,6 +9,8 @@ usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--algo FN ALGO ..
   --algo FN ALGO: MPI function FN ran at least once with algorithm ALGO (flat, hier, hier_int8,
                  hier_int4, packed: diag::kAlgoNames)
   --no-algo FN ALGO: MPI function FN never ran with algorithm ALGO
+  --shm KIND: at least one level step of KIND (reduce_scatter, allgather, bcast, ...) ran through
+             shared memory (HIER_SHM); --no-shm: none did
   --fallback POINT[=N]: calls fell back to the MPI because some rank failed to acquire POINT
                         (levels, plan, scratch): at least once, or exactly N times
 """
@@ -27,7 +29,13 @@ def main():
     mode = None
     algo_fn = None
     for a in args:
-        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo"):
+        if a == "--no-shm":
+            steps = rep.get("shm", {}).get("steps", {})
+            if steps:
+                errors.append(f"steps through shared memory: {steps}, expected none")
+            mode = None
+            continue
+        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo", "--shm"):
             mode = a
             algo_fn = None
             continue
@@ -50,6 +58,9 @@ def main():
             calls = fns.get(a, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)
             if calls:
                 errors.append(f"{a}: {calls} hierarchical calls, expected none")
+        elif mode == "--shm":
+            if rep.get("shm", {}).get("steps", {}).get(a, 0) == 0:
+                errors.append(f"{a}: no step through shared memory (shm: {rep.get('shm')})")
         elif mode == "--pipelined":
             pipe = rep.get("pipeline", {}).get(a, {})
             if pipe.get("calls", 0) == 0 or pipe.get("chunks", 0) < 2 * pipe.get("calls", 0):

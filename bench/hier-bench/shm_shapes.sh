@@ -1,0 +1,60 @@
+#!/bin/bash
+# HIER_SHM (docs/shm.md): 16 MiB float32 MPI_Allreduce on the emulated cluster, exact and int8,
+# node steps as messages (HIER_SHM=off) vs through shared memory (HIER_SHM=on), against the MPI
+# alone (HIER_DISABLE=1); shapes 2 x 4 and 4 x 2 (and 2 x 2), the variants alternated, REPS
+# repetitions; prints the median of the per-run medians (ms) and the packets dropped. Needs root.
+#   bench/hier-bench/shm_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:4 4:2")
+cd "$(dirname "$0")/../.."
+mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:4 4:2"}
+b=$PWD/build/$mpi
+name=shmb
+tools/minicluster --name $name down >/dev/null 2>&1
+tools/minicluster --name $name up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
+trap 'tools/minicluster --name $name down >/dev/null 2>&1' EXIT
+out=/tmp/shmbench.$mpi; rm -rf $out; mkdir -p $out
+variants="mpi exact exact_shm int8 int8_shm"
+run() { # nodes ppn variant rep
+  local nodes=$1 ppn=$2 v=$3 rep=$4 envs
+  case $v in
+    mpi) envs=(HIER_DISABLE=1);;
+    exact) envs=(HIER_ALGO=hier HIER_SHM=off);;
+    exact_shm) envs=(HIER_ALGO=hier HIER_SHM=on);;
+    int8) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=off);;
+    int8_shm) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=on);;
+  esac
+  local f=$out/$nodes.$ppn.$v.$rep.csv
+  env "${envs[@]}" tools/minicluster --name $name run --timeout 120 --done-file $f --mpi $mpi --use-nodes $nodes \
+    --ppn $ppn --preload $b/libhier.so -- $b/hier-bench --colls allreduce --min 16777216 --max 16777216 --iters 5 \
+    --warmup 1 --max-iters-bytes 16777216 --csv $f >/dev/null 2>&1
+}
+tools/minicluster --name $name run --mpi $mpi --use-nodes 2 --ppn 2 -- $b/hier-bench --colls allreduce --min 1048576 \
+  --max 1048576 --iters 2 >/dev/null 2>&1
+for rep in $(seq 1 "$reps"); do
+  for shape in $shapes; do
+    for v in $variants; do run ${shape%:*} ${shape#*:} $v $rep; done
+  done
+done
+python3 - "$out" "$shapes" "$variants" <<'PY'
+import csv, glob, statistics, sys
+out, shapes, variants = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+def ms(path):
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(f) if r.get("collective") == "allreduce"]
+    key = "median_us"
+    return float(rows[0][key]) / 1e3
+print("| nodes x ranks | " + " | ".join(variants) + " |")
+print("|---|" + "---:|" * len(variants))
+for s in shapes:
+    n, p = s.split(":")
+    cells, base = [], None
+    for v in variants:
+        runs = sorted(ms(f) for f in glob.glob(f"{out}/{n}.{p}.{v}.*.csv"))
+        if not runs:
+            cells.append("-"); continue
+        m = statistics.median(runs)
+        base = m if v == "mpi" else base
+        ratio = f" ({base / m:.2f}x)" if base and v != "mpi" else ""
+        cells.append(f"{m:.0f} ms [{' '.join(f'{x:.0f}' for x in runs)}]{ratio}")
+    print(f"| {n} x {p} | " + " | ".join(cells) + " |")
+PY
+tools/minicluster --name $name links 2>&1 | tail -8

@@ -1,0 +1,278 @@
+#include "exec/shm_steps.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "base/hooks.hpp"
+
+namespace hier::exec {
+namespace {
+
+using sched::Kind;
+
+// Report: steps run through shared memory, per kind, and the rounds they took.
+constexpr size_t kKinds = static_cast<size_t>(Kind::DequantizeReduce) + 1;
+std::array<std::atomic<uint64_t>, kKinds> g_steps{};
+std::atomic<uint64_t> g_rounds{0};
+
+std::string report() {
+  nlohmann::json j = nlohmann::json::object();
+  nlohmann::json steps = nlohmann::json::object();
+  for (size_t k = 0; k < kKinds; ++k)
+    if (const uint64_t n = g_steps[k].load()) steps[sched::to_string(static_cast<Kind>(k))] = n;
+  j["steps"] = steps;
+  j["rounds"] = g_rounds.load();
+  return j.dump();
+}
+
+void count(Kind k, uint64_t rounds) {
+  static const bool registered = (base::add_report_section("shm", report), true);
+  (void)registered;
+  g_steps[static_cast<size_t>(k)].fetch_add(1, std::memory_order_relaxed);
+  g_rounds.fetch_add(rounds, std::memory_order_relaxed);
+}
+
+// The units a step moves: elements of a type (laid out in a slot as in the user's buffer,
+// element 0 at slot - true_lb), or bytes.
+struct Units {
+  const TypeInfo* t = nullptr;
+  MPI_Aint ext = 1, lb = 0, tex = 1;
+  explicit Units(const TypeInfo* info) : t(info) {
+    if (t) ext = t->extent, lb = t->true_lb, tex = t->true_extent;
+  }
+  // The most elements whose span fits `cap` bytes (0: not even one).
+  int64_t fit(int64_t cap) const { return cap < tex ? 0 : (cap - tex) / ext + 1; }
+  int64_t span(int64_t n) const { return n <= 0 ? 0 : (n - 1) * ext + tex; }
+  int copy(const char* from, char* to, int64_t n) const {
+    if (n <= 0 || from == to) return MPI_SUCCESS;
+    if (t) return typed_copy(from, to, n, *t);
+    std::memcpy(to, from, static_cast<size_t>(n));
+    return MPI_SUCCESS;
+  }
+};
+
+// The part of a piece of `c` units that round r covers, m units per round.
+int64_t part(int64_t c, uint64_t r, int64_t m) { return std::clamp<int64_t>(c - static_cast<int64_t>(r) * m, 0, m); }
+
+int64_t rounds_for(int64_t most, int64_t m) { return std::max<int64_t>(1, (most + m - 1) / m); }
+
+// The round protocol (shm/segment.hpp) shared by every kind: writers fill their slot's half
+// once every member is done with the round that used it last; readers wait for the writers they
+// read.
+class Rounds : public shm::Step {
+ public:
+  Rounds(shm::Segment& seg, Kind kind, int64_t n)
+      : Step(seg), kind_(kind), n_(static_cast<uint64_t>(n)), first_(seg.take_rounds(static_cast<uint64_t>(n))),
+        me_(seg.me()), p_(seg.members()) {}
+
+ protected:
+  virtual bool writes(int m) const { (void)m; return true; }
+  virtual bool waits_for(int m) const { return m != me_ && writes(m); }
+  virtual int produce(uint64_t r, char* mine) { (void)r, (void)mine; return MPI_SUCCESS; }
+  virtual int consume(uint64_t r, uint64_t round) { (void)r, (void)round; return MPI_SUCCESS; }
+  char* slot(int m, uint64_t round) const { return seg_.slot(m, round); }
+
+  bool poll() override {
+    while (r_ < n_) {
+      const uint64_t t = first_ + r_;
+      if (!produced_) {
+        if (writes(me_)) {
+          if (!seg_.all_done(t >= 2 ? t - 2 : 0)) return false;
+          if (rc_ == MPI_SUCCESS) rc_ = produce(r_, seg_.slot(me_, t));
+        }
+        seg_.ready(me_).store(t, std::memory_order_release);
+        produced_ = true;
+      }
+      for (int m = 0; m < p_; ++m)
+        if (waits_for(m) && seg_.ready(m).load(std::memory_order_acquire) < t) return false;
+      if (rc_ == MPI_SUCCESS) rc_ = consume(r_, t);
+      seg_.done(me_).store(t, std::memory_order_release);
+      produced_ = false;
+      ++r_;
+    }
+    if (!counted_) count(kind_, n_), counted_ = true;
+    return true;
+  }
+
+  const Kind kind_;
+  const uint64_t n_, first_;
+  const int me_, p_;
+
+ private:
+  uint64_t r_ = 0;
+  bool produced_ = false, counted_ = false;
+};
+
+// Member i ends with the reduction of every member's piece i. Each member copies the pieces of
+// the others into its slot (its own is read where it is); member i then folds piece i of every
+// slot into its own, in the direct exchange's order.
+class ReduceScatter final : public Rounds {
+ public:
+  ReduceScatter(shm::Segment& seg, const ShmArgs& a, int64_t m, int64_t pb, int64_t rounds)
+      : Rounds(seg, Kind::ReduceScatter, rounds), a_(a), u_(a.info), m_(m), pb_(pb), displs_(a.counts.size(), 0) {
+    for (size_t i = 1; i < displs_.size(); ++i) displs_[i] = displs_[i - 1] + a.counts[i - 1];
+  }
+
+ private:
+  const char* piece(int i, uint64_t r) const { return a_.src + (displs_[i] + static_cast<int64_t>(r) * m_) * u_.ext; }
+  int produce(uint64_t r, char* mine) override {
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < p_ && rc == MPI_SUCCESS; ++i)
+      if (i != me_) rc = u_.copy(piece(i, r), mine + i * pb_ - u_.lb, part(a_.counts[i], r, m_));
+    return rc;
+  }
+  int consume(uint64_t r, uint64_t round) override {
+    const int64_t n = part(a_.counts[me_], r, m_);
+    if (n <= 0) return MPI_SUCCESS;
+    char* acc = a_.dst + static_cast<int64_t>(r) * m_ * u_.ext;
+    int rc = u_.copy(piece(me_, r), acc, n);
+    for (int k = 1; k < p_ && rc == MPI_SUCCESS; ++k)
+      rc = PMPI_Reduce_local(slot((me_ - k + p_) % p_, round) + me_ * pb_ - u_.lb, acc, static_cast<int>(n),
+                             u_.t->type, a_.op);
+    return rc;
+  }
+  const ShmArgs a_;
+  const Units u_;
+  const int64_t m_, pb_;
+  std::vector<int64_t> displs_;
+};
+
+// Every member's piece (counts / displs in dst) to every member: each copies its own in, then
+// the others' out.
+class Allgather final : public Rounds {
+ public:
+  Allgather(shm::Segment& seg, Kind kind, const ShmArgs& a, int64_t m, int64_t rounds)
+      : Rounds(seg, kind, rounds), a_(a), u_(a.info), m_(m) {}
+
+ private:
+  char* at(int i, uint64_t r) const { return a_.dst + (a_.displs[i] + static_cast<int64_t>(r) * m_) * u_.ext; }
+  int produce(uint64_t r, char* mine) override {
+    const int64_t n = part(a_.counts[me_], r, m_);
+    const char* from = a_.in_place ? at(me_, r) : a_.src + static_cast<int64_t>(r) * m_ * u_.ext;
+    int rc = u_.copy(from, mine - u_.lb, n);
+    if (rc == MPI_SUCCESS && !a_.in_place) rc = u_.copy(from, at(me_, r), n);
+    return rc;
+  }
+  int consume(uint64_t r, uint64_t round) override {
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < p_ && rc == MPI_SUCCESS; ++i)
+      if (i != me_) rc = u_.copy(slot(i, round) - u_.lb, at(i, r), part(a_.counts[i], r, m_));
+    return rc;
+  }
+  const ShmArgs a_;
+  const Units u_;
+  const int64_t m_;
+};
+
+// The root's dst to every member's dst.
+class Bcast final : public Rounds {
+ public:
+  Bcast(shm::Segment& seg, const ShmArgs& a, int64_t m, int64_t rounds)
+      : Rounds(seg, Kind::Bcast, rounds), a_(a), u_(a.info), m_(m) {}
+
+ private:
+  bool writes(int m) const override { return m == a_.root; }
+  char* at(uint64_t r) const { return a_.dst + static_cast<int64_t>(r) * m_ * u_.ext; }
+  int produce(uint64_t r, char* mine) override { return u_.copy(at(r), mine - u_.lb, part(a_.count, r, m_)); }
+  int consume(uint64_t r, uint64_t round) override {
+    return me_ == a_.root ? MPI_SUCCESS : u_.copy(slot(a_.root, round) - u_.lb, at(r), part(a_.count, r, m_));
+  }
+  const ShmArgs a_;
+  const Units u_;
+  const int64_t m_;
+};
+
+// Reduce (to the root: its own, then root-1, root-2, ...) and allreduce (every member folds
+// members 0..p-1, so every member computes the same bits).
+class Reduce final : public Rounds {
+ public:
+  Reduce(shm::Segment& seg, const ShmArgs& a, bool all, int64_t m, int64_t rounds)
+      : Rounds(seg, all ? Kind::Allreduce : Kind::Reduce, rounds), a_(a), u_(a.info), all_(all), m_(m) {}
+
+ private:
+  bool writes(int m) const override { return all_ || m != a_.root; }
+  bool waits_for(int m) const override { return m != me_ && (all_ || (me_ == a_.root && m != a_.root)); }
+  char* at(uint64_t r) const { return a_.dst + static_cast<int64_t>(r) * m_ * u_.ext; }
+  const char* from(uint64_t r) const { return a_.in_place ? at(r) : a_.src + static_cast<int64_t>(r) * m_ * u_.ext; }
+  int produce(uint64_t r, char* mine) override { return u_.copy(from(r), mine - u_.lb, part(a_.count, r, m_)); }
+  int consume(uint64_t r, uint64_t round) override {
+    const int n = static_cast<int>(part(a_.count, r, m_));
+    if (n <= 0 || (!all_ && me_ != a_.root)) return MPI_SUCCESS;
+    char* acc = at(r);
+    auto in = [&](int j) { return slot(j, round) - u_.lb; };
+    int rc = MPI_SUCCESS;
+    if (all_) {
+      rc = u_.copy(in(0), acc, n);
+      for (int j = 1; j < p_ && rc == MPI_SUCCESS; ++j) rc = PMPI_Reduce_local(in(j), acc, n, u_.t->type, a_.op);
+      return rc;
+    }
+    rc = u_.copy(from(r), acc, n);
+    for (int k = 1; k < p_ && rc == MPI_SUCCESS; ++k)
+      rc = PMPI_Reduce_local(in((a_.root - k + p_) % p_), acc, n, u_.t->type, a_.op);
+    return rc;
+  }
+  const ShmArgs a_;
+  const Units u_;
+  const bool all_;
+  const int64_t m_;
+};
+
+class Barrier final : public Rounds {
+ public:
+  explicit Barrier(shm::Segment& seg) : Rounds(seg, Kind::Barrier, 1) {}
+};
+
+bool commutative(MPI_Op op) {
+  if (op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP) return false;
+  int c = 0;
+  return PMPI_Op_commutative(op, &c) == MPI_SUCCESS && c;
+}
+
+}  // namespace
+
+std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs& a) {
+  const int p = seg.members();
+  const Units u(a.info);
+  const int64_t half = seg.half_bytes();
+  const bool reduces = kind == Kind::ReduceScatter || kind == Kind::Allreduce || kind == Kind::Reduce;
+  if (reduces && (!a.info || !commutative(a.op))) return nullptr;
+  switch (kind) {
+    case Kind::ReduceScatter: {
+      if (static_cast<int>(a.counts.size()) != p) return nullptr;
+      const int64_t cap = half / p / 64 * 64;  // a slot's half holds one part of every piece
+      const int64_t m = u.fit(cap);
+      if (m <= 0) return nullptr;
+      const int64_t most = *std::max_element(a.counts.begin(), a.counts.end());
+      return std::make_unique<ReduceScatter>(seg, a, m, cap, rounds_for(most, m));
+    }
+    case Kind::Allgather:
+    case Kind::Allgatherv: {
+      ShmArgs v = a;
+      if (kind == Kind::Allgather) {
+        v.counts.assign(p, a.count);
+        v.displs.resize(p);
+        for (int i = 0; i < p; ++i) v.displs[i] = i * a.count;
+      }
+      if (static_cast<int>(v.counts.size()) != p || static_cast<int>(v.displs.size()) != p) return nullptr;
+      const int64_t m = u.fit(half);
+      if (m <= 0) return nullptr;
+      const int64_t most = *std::max_element(v.counts.begin(), v.counts.end());
+      return std::make_unique<Allgather>(seg, kind, v, m, rounds_for(most, m));
+    }
+    case Kind::Bcast:
+    case Kind::Reduce:
+    case Kind::Allreduce: {
+      const int64_t m = u.fit(half);
+      if (m <= 0) return nullptr;
+      if (kind == Kind::Bcast) return std::make_unique<Bcast>(seg, a, m, rounds_for(a.count, m));
+      return std::make_unique<Reduce>(seg, a, kind == Kind::Allreduce, m, rounds_for(a.count, m));
+    }
+    case Kind::Barrier: return std::make_unique<Barrier>(seg);
+    default: return nullptr;
+  }
+}
+
+}  // namespace hier::exec

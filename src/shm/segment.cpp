@@ -1,0 +1,134 @@
+#include "shm/segment.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "diag/log.hpp"
+#include "util/inject.hpp"
+
+namespace hier::shm {
+namespace {
+
+constexpr int64_t kAlign = 4096;
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+// The flags start at the second page, the data at a page after them.
+int64_t flags_at() { return kAlign; }
+int64_t data_at(int members) { return align_up(flags_at() + 2 * members * static_cast<int64_t>(sizeof(Flag)), kAlign); }
+
+// What member 0 tells the others (PMPI_Bcast as bytes).
+struct Announce {
+  char name[64] = {};
+  uint64_t nonce = 0;
+  int ok = 0;
+};
+
+uint64_t fresh_nonce() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid());
+}
+
+}  // namespace
+
+Segment::~Segment() {
+  unlink_name();
+  if (base_) munmap(base_, bytes_);
+}
+
+void Segment::unlink_name() {
+  if (name_.empty()) return;
+  shm_unlink(name_.c_str());
+  name_.clear();
+}
+
+bool Segment::all_done(uint64_t round) const {
+  if (round == 0) return true;
+  for (int m = 0; m < members_; ++m)
+    if (done(m).load(std::memory_order_acquire) < round) return false;
+  return true;
+}
+
+bool members_share_memory(MPI_Comm comm) {
+  int size = 0;
+  PMPI_Comm_size(comm, &size);
+  MPI_Comm shared = MPI_COMM_NULL;
+  if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared) != MPI_SUCCESS) return false;
+  int n = 0;
+  PMPI_Comm_size(shared, &n);
+  PMPI_Comm_free(&shared);
+  return n == size;  // then every member is in this one group: the same answer on every member
+}
+
+std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* failed) {
+  *failed = false;
+  int me = 0, p = 0;
+  PMPI_Comm_rank(comm, &me);
+  PMPI_Comm_size(comm, &p);
+  std::unique_ptr<Segment> s(new Segment());
+  s->me_ = me;
+  s->members_ = p;
+  s->half_ = align_up(half_bytes, 64);
+  s->bytes_ = static_cast<size_t>(data_at(p) + 2 * static_cast<int64_t>(p) * s->half_);
+
+  Announce a;
+  if (me == 0) {
+    // Readable and writable by this user only (nothing given to another user of the machine);
+    // O_EXCL: never someone else's file of the same name.
+    static std::atomic<unsigned> counter{0};
+    a.nonce = fresh_nonce();
+    std::snprintf(a.name, sizeof a.name, "/libhier.%u.%d.%u.%08x", static_cast<unsigned>(getuid()),
+                  static_cast<int>(getpid()), counter.fetch_add(1), static_cast<unsigned>(a.nonce));
+    const int fd = shm_open(a.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) {
+      s->name_ = a.name;
+      if (ftruncate(fd, static_cast<off_t>(s->bytes_)) == 0) {
+        void* m = mmap(nullptr, s->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED) {
+          s->base_ = m;
+          auto* h = new (m) Header();
+          h->nonce = a.nonce;
+          h->members = static_cast<uint64_t>(p);
+          h->half = static_cast<uint64_t>(s->half_);
+          a.ok = 1;
+        }
+      }
+      close(fd);
+    }
+    if (!a.ok) HIER_INFO("shm", "cannot create a shared segment of %zu bytes: %s", s->bytes_, std::strerror(errno));
+  }
+  if (PMPI_Bcast(&a, sizeof a, MPI_BYTE, 0, comm) != MPI_SUCCESS) a.ok = 0;
+  if (me != 0 && a.ok) {
+    a.name[sizeof a.name - 1] = '\0';
+    const int fd = shm_open(a.name, O_RDWR, 0);
+    struct stat st {};
+    if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == s->bytes_) {
+      void* m = mmap(nullptr, s->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) s->base_ = m;
+    }
+    if (fd >= 0) close(fd);
+    // The creator's nonce: the same file as the creator's (not another mount's /dev/shm).
+    const auto* h = static_cast<const Header*>(s->base_);
+    if (!h || h->nonce != a.nonce || h->members != static_cast<uint64_t>(p) ||
+        h->half != static_cast<uint64_t>(s->half_)) {
+      HIER_INFO("shm", "cannot map the shared segment %s of member 0", a.name);
+      a.ok = 0;
+    }
+  }
+  if (util::injected_failure("shm")) a.ok = 0;  // tests: this member cannot map it
+  if (!a.ok || !s->base_) {
+    *failed = true;
+    return nullptr;  // the creator's destructor unlinks and unmaps
+  }
+  s->flags_ = reinterpret_cast<Flag*>(static_cast<char*>(s->base_) + flags_at());
+  s->data_ = static_cast<char*>(s->base_) + data_at(p);
+  return s;
+}
+
+}  // namespace hier::shm
