@@ -57,8 +57,13 @@ ALLOWED = {
              "dtype": "packs non-contiguous user blocks, reads type signatures", "quant": "the quantize steps' kernels and the "
              "quantized calls' state", "device": "memory kinds of the buffers", "config": "settings",
              "diag": "traces and the report's sections", "shm": "runs level steps on the segments (HIER_SHM)"},
+    "gpu": {"device": "the module table it implements, the block programs and the kernel bodies it launches",
+            "quant": "the quantization kernels' bodies and their record format"},
     "core": None,  # the top: everything below
 }
+# Layers built as modules that libhier.so dlopens, never linked into it or by another layer:
+# their includes are checked, their CMakeLists.txt makes modules instead of a hier_<layer> library.
+MODULES = {"gpu": "the GPU backend modules (libhier-cuda.so, libhier-hip.so, libhier-sim.so)"}
 # The generated header hier/fn.hpp (enum Fn of interposer/api.txt) and who may include it.
 GENERATED = "hier"
 GENERATED_USERS = {"diag": "per-function statistics and the watchdog's call names",
@@ -70,6 +75,11 @@ SOURCES = (".cpp", ".hpp", ".h", ".def", ".cu", ".hip")
 HEADERS = (".hpp", ".h", ".def")
 LINK = re.compile(r"target_link_libraries\(\s*hier_([a-z_]+)\b([^)]*)\)", re.S)
 LIBRARY = re.compile(r"add_library\(\s*hier_([a-z_]+)\b")
+
+
+def forbidden(rule, dep):
+    """Whether a layer with this ALLOWED rule may not include dep (None: every layer but the modules)."""
+    return dep in MODULES if rule is None else dep not in rule
 
 
 def allowed_text(rule):
@@ -105,7 +115,7 @@ def includes(src, layer, bad):
                     in_headers.add(dep)
                 if header in INTERNAL:
                     bad.append(f"{rel}:{line}: {header} is internal to {dep}/")
-                elif dep not in LEAVES and rule is not None and dep not in rule:
+                elif dep not in LEAVES and forbidden(rule, dep):
                     bad.append(f"{rel}:{line}: {layer}/ may not include {dep}/ (allowed: {allowed_text(rule)})")
     return in_headers, in_any, generated
 
@@ -144,7 +154,7 @@ def check_links(src, layer, in_headers, in_any, generated, bad):
             bad.append(f"{where}: hier_{layer} is a leaf and may not link hier_{dep}")
         elif dep not in ALLOWED:
             bad.append(f"{where}: hier_{layer} links hier_{dep}, which is not a layer")
-        elif dep not in LEAVES and rule is not None and dep not in rule:
+        elif dep not in LEAVES and forbidden(rule, dep):
             bad.append(f"{where}: hier_{layer} may not link hier_{dep} (allowed: {allowed_text(rule)})")
         elif dep not in LEAVES and dep not in in_any:
             bad.append(f"{where}: hier_{layer} links hier_{dep}, but no file of {layer}/ includes {dep}/: "
@@ -162,7 +172,7 @@ def check_links(src, layer, in_headers, in_any, generated, bad):
         bad.append(f"{where}: {layer}/ includes the generated hier/fn.hpp: add_dependencies(hier_{layer} "
                    "hier_generated)")
     for dep in sorted(in_any - set(deps) - {"base"}):
-        if rule is not None and dep not in rule and dep not in LEAVES:
+        if forbidden(rule, dep) and dep not in LEAVES:
             continue  # already refused as an include
         bad.append(f"{where}: {layer}/ includes {dep}/ but hier_{layer} does not link hier_{dep}")
     return deps
@@ -230,7 +240,7 @@ def main(src):
             bad.append(f"src/{layer}/: a layer that tools/check_layers.py does not know: add it to ALLOWED")
             continue
         in_headers, in_any, generated = includes(src, layer, bad)
-        if os.path.exists(os.path.join(src, layer, "CMakeLists.txt")):
+        if layer not in MODULES and os.path.exists(os.path.join(src, layer, "CMakeLists.txt")):
             graph[layer] = check_links(src, layer, in_headers, in_any, generated, bad)
     for layer, deps in sorted(graph.items()):
         if deps is not None and layer not in LEAVES and not reaches_base(graph, layer):
@@ -263,7 +273,7 @@ def check_doc(path):
         if layer not in rows:
             bad.append(f"{path}: the layer table has no row for {layer}/")
             continue
-        want = set(ALLOWED) - {layer} if rule is None else set(rule)
+        want = set(ALLOWED) - {layer} - set(MODULES) if rule is None else set(rule)
         if rows[layer] != want:
             bad.append(f"{path}: {layer}/ may include {', '.join(sorted(want)) or 'nothing'} "
                        f"(tools/check_layers.py), the table says {', '.join(sorted(rows[layer])) or 'nothing'}")

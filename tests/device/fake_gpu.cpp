@@ -24,7 +24,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 
@@ -36,8 +38,28 @@ struct Region {
   size_t n;
   int managed;
 };
-Region g_regions[256];
-int g_count = 0;
+// Every allocation lies in one reserved arena: device addresses in its first half, their
+// read-write aliases at the same offsets in the second, so that an address computed from a
+// device pointer (a datatype's origin before its first byte, too) has its alias at a fixed
+// distance. Allocations are kGuard apart and never reused, so a stray access faults.
+constexpr size_t kArenaHalf = size_t{16} << 30, kGuard = size_t{1} << 20;
+std::atomic<char*> g_arena{nullptr};
+size_t g_next = 0;  // next free offset in the device half (under g_alloc_mu)
+char* arena() {
+  char* a = g_arena.load();
+  if (!a) {
+    void* m = mmap(nullptr, 2 * kArenaHalf, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) abort();
+    a = static_cast<char*>(m);
+    g_arena.store(a, std::memory_order_release);
+    g_next = kGuard;
+  }
+  return a;
+}
+constexpr int kMaxRegions = 4096;
+Region g_regions[kMaxRegions];
+std::atomic<int> g_count{0};  // regions [0, g_count) are written (a freed one has n == 0)
+std::mutex g_alloc_mu;
 int g_open = 0;  // nesting depth of PMPI calls (a PMPI may call another PMPI)
 
 bool mpi_gpu_aware() {
@@ -49,7 +71,8 @@ bool mpi_gpu_aware() {
 }
 
 void protect_all(int prot) {
-  for (int i = 0; i < g_count; ++i) mprotect(g_regions[i].p, g_regions[i].n, prot);
+  for (int i = 0, n = g_count.load(std::memory_order_acquire); i < n; ++i)
+    if (g_regions[i].n) mprotect(g_regions[i].p, g_regions[i].n, prot);
 }
 
 // Open for the duration of a PMPI call, when the MPI is GPU-aware.
@@ -63,7 +86,7 @@ struct Open {
 };
 
 const Region* find(const void* a) {
-  for (int i = 0; i < g_count; ++i)
+  for (int i = 0, n = g_count.load(std::memory_order_acquire); i < n; ++i)
     if (static_cast<const char*>(a) >= g_regions[i].p && static_cast<const char*>(a) < g_regions[i].p + g_regions[i].n)
       return &g_regions[i];
   return nullptr;
@@ -99,22 +122,52 @@ extern "C" {
 void* fake_gpu_alloc(size_t bytes, int managed) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t n = (bytes + page - 1) / page * page;
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  char* const base = arena();
+  if (g_next + n + kGuard > kArenaHalf) abort();  // the test asked for more than the arena
+  int i = 0;
+  const int count = g_count.load(std::memory_order_relaxed);
+  while (i < count && g_regions[i].n) ++i;  // a freed slot, else a new one
+  if (i == kMaxRegions) abort();
   const int fd = memfd_create("fake_gpu", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, static_cast<off_t>(n)) != 0 || g_count == 256) abort();
-  void* p = mmap(nullptr, n, g_open ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED, fd, 0);
-  void* alias = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(n)) != 0) abort();
+  char* p = base + g_next;
+  g_next += n + kGuard;
+  void* dev = mmap(p, n, g_open ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED | MAP_FIXED, fd, 0);
+  void* alias = mmap(p + kArenaHalf, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
   close(fd);
-  if (p == MAP_FAILED || alias == MAP_FAILED) abort();
-  g_regions[g_count++] = {static_cast<char*>(p), static_cast<char*>(alias), n, managed};
+  if (dev == MAP_FAILED || alias == MAP_FAILED) abort();
+  g_regions[i] = {p, p + kArenaHalf, n, managed};
+  if (i == count) g_count.store(count + 1, std::memory_order_release);
   return p;
 }
 
-// A "device" address as its read-write alias; other addresses as they are.
-static void* through_alias(const void* a) {
-  const Region* r = find(a);
-  const char* c = static_cast<const char*>(a);
-  return const_cast<char*>(r ? r->alias + (c - r->p) : c);
+void fake_gpu_free(void* p) {
+  std::lock_guard<std::mutex> lk(g_alloc_mu);
+  for (int i = 0, n = g_count.load(); i < n; ++i)
+    if (g_regions[i].p == p && g_regions[i].n) {
+      // Back to reserved, inaccessible address space (never handed out again).
+      for (char* a : {g_regions[i].p, g_regions[i].alias})
+        mmap(a, g_regions[i].n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+      g_regions[i].n = 0;
+      return;
+    }
 }
+
+// The simulated device's hooks for the GPU module libhier-sim.so (src/gpu/sim_runtime.hpp): its
+// allocations are this device's memory, and its kernels work through the aliases.
+void* hier_sim_alloc(size_t bytes) { return fake_gpu_alloc(bytes ? bytes : 1, 0); }
+void hier_sim_free(void* p) { fake_gpu_free(p); }
+void* hier_sim_alias(const void* p);
+
+// An address in the device half of the arena (an allocation, or a little before or after one,
+// as a derived type's origin may be) as the same place in the alias half; others as they are.
+static void* through_alias(const void* a) {
+  const char* c = static_cast<const char*>(a);
+  char* const base = g_arena.load(std::memory_order_acquire);
+  return const_cast<char*>(base && c >= base && c < base + kArenaHalf ? c + kArenaHalf : c);
+}
+void* hier_sim_alias(const void* p) { return through_alias(p); }
 
 void fake_gpu_copy(void* dst, const void* src, size_t bytes) {
   memcpy(through_alias(dst), through_alias(src), bytes);

@@ -8,6 +8,8 @@ extern "C" {
 // Maps `bytes` of "device memory": PROT_NONE between PMPI calls, so any access by host code
 // outside the MPI faults (and the fault handler names it).
 void* fake_gpu_alloc(size_t bytes, int managed);
+// Unmaps an allocation of fake_gpu_alloc.
+void fake_gpu_free(void* p);
 // Copies in or out of "device memory" (the test's own cudaMemcpy).
 void fake_gpu_copy(void* dst, const void* src, size_t bytes);
 // 0 host, 2 device, 3 managed: what the runtime stand-ins report.

@@ -1,0 +1,77 @@
+// The GPU backend modules: shared objects built from one kernel source (src/gpu/module.cu) for
+// CUDA (libhier-cuda.so, nvcc), HIP (libhier-hip.so, hipcc) and a simulated device
+// (libhier-sim.so, the host compiler; tests only). libhier.so never links a GPU runtime: it
+// dlopens the module matching the runtime the program already loaded, and only then.
+//
+// The table below is the whole interface, plain C types and the block program's flat arrays
+// (device/blocks.hpp), so that a module built by another compiler (nvcc, hipcc) links against
+// nothing of libhier. Every entry returns 0 on success, else the runtime's error code; work is
+// queued on `stream` (asynchronous) unless the entry says it synchronizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "device/blocks.hpp"
+#include "device/reduce.hpp"
+
+namespace hier::device {
+
+// Bumped whenever the table or a type in it changes: a module of another version is refused.
+inline constexpr uint32_t kModuleAbi = 1;
+
+// The quantization formats' element types (quant/format.hpp owns the records' layout).
+enum class QuantType : uint8_t { F32, F64 };
+
+struct ModuleTable {
+  uint32_t abi;      // kModuleAbi
+  const char* name;  // "cuda", "hip", "sim"
+
+  // Device memory and streams (a null stream is the runtime's default stream).
+  int (*alloc)(void** p, size_t bytes);
+  int (*release)(void* p);
+  int (*stream_create)(void** s);
+  int (*stream_destroy)(void* s);
+  int (*sync)(void* s);  // waits until everything queued on s is done
+  // n bytes, either side host or device memory of this runtime.
+  int (*copy)(void* dst, const void* src, size_t n, void* s);
+
+  // A block program copied to device memory once (at the datatype's first device use): `prog`
+  // receives an opaque handle. Synchronous.
+  int (*upload)(const BlockProgram* p, void** prog);
+  void (*discard)(void* prog);
+  // count elements of the program between `strided` (element 0's origin) and `packed`, exactly
+  // the bytes the host backend's pack/unpack moves (device/host.cpp).
+  int (*pack)(const void* prog, const void* strided, int64_t count, void* packed, void* s);
+  int (*unpack)(const void* prog, const void* packed, int64_t count, void* strided, void* s);
+
+  // inout[i] = in[i] op inout[i] (device/reduce.hpp); an (op, type) pair MPI does not define is
+  // an error (nothing queued).
+  int (*reduce)(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void* s);
+
+  // Blockwise quantization (quant/kernels.hpp, quant/format.hpp). quantize synchronizes s and
+  // returns in *bad the number of blocks that could not be quantized (quant::quantize's result).
+  int (*quantize)(int bits, QuantType t, const void* x, int64_t n, int64_t block, void* records, int64_t* bad,
+                  void* s);
+  // out[i] = value i (add == 0), or out[i] += value i (add != 0).
+  int (*dequantize)(int bits, QuantType t, const void* records, int64_t n, int64_t block, void* out, int add,
+                    void* s);
+};
+
+// The one symbol a module exports: its table for ABI version `abi`, or null (another version,
+// or the runtime it needs is not usable in this process).
+using ModuleEntry = const ModuleTable* (*)(uint32_t abi);
+inline constexpr const char* kModuleEntry = "hier_device_module";
+
+// The module for the runtime loaded in this process (device::runtime()), loaded on first use:
+//   `setting` (HIER_GPU_MODULE, passed in by the layers that read the settings): "auto" takes
+//   libhier-cuda.so / libhier-hip.so from libhier.so's own directory, "off" never loads one, any
+//   other value is a module's path.
+// Null: no runtime, "off", or the module could not be loaded (said once on stderr when the path
+// was given explicitly). The answer never changes once a module is loaded.
+const ModuleTable* module(const char* setting);
+
+// The module's own stream for libhier's work (created with the module; null: the default stream).
+void* module_stream();
+
+}  // namespace hier::device

@@ -1,0 +1,279 @@
+// The GPU backend module (device/module.hpp), one source for every device: nvcc builds it as
+// libhier-cuda.so, hipcc as libhier-hip.so, and the host compiler as libhier-sim.so (the
+// simulated device of the tests, through gpu/module_sim.cpp). Where the runtimes differ, only
+// gpu/shim.hpp knows. The kernels are the HIER_HD bodies the host backend runs:
+//   - pack / unpack: each thread takes `G` packed bytes at a time (G = the program's grain, at
+//     most 16, never crossing a run) and finds their source with device/locate.hpp;
+//   - reductions: device/reduce.hpp over the type table device/reduce_types.def;
+//   - quantization: quant/kernels.hpp, one format block per thread.
+// Every kernel strides over its work by the grid's size, so any grid is correct (the simulated
+// device runs a small one).
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "device/locate.hpp"
+#include "device/module.hpp"
+#include "device/reduce.hpp"
+#include "device/reduce_table.hpp"
+#include "gpu/shim.hpp"
+#include "quant/format.hpp"
+#include "quant/kernels.hpp"
+
+namespace hier::gpu {
+namespace {
+
+using device::ElemType;
+using device::ProgramView;
+using device::ReduceOp;
+
+constexpr unsigned kThreads = 256, kMaxBlocks = 4096;
+
+unsigned blocks_for(int64_t work) {
+  const int64_t b = (work + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : b > kMaxBlocks ? kMaxBlocks : b);
+}
+
+HIER_HD inline int64_t first_index() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+HIER_HD inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// ---- pack / unpack ---------------------------------------------------------------------------
+
+template <int G>
+struct alignas(G) Word {
+  unsigned char b[G];
+};
+
+// Chunk c of the packed stream (G bytes) to or from its place in element c / (size / G).
+template <bool kPack, int G>
+__global__ void pack_kernel(ProgramView v, char* strided, char* packed, int64_t chunks) {
+  const int64_t per = v.p.size / G;
+  for (int64_t c = first_index(); c < chunks; c += grid_stride()) {
+    const int64_t e = c / per;
+    char* s = strided + e * v.p.extent + device::locate(v, (c - e * per) * G);
+    auto* d = reinterpret_cast<Word<G>*>(packed + c * G);
+    if constexpr (kPack) *d = *reinterpret_cast<const Word<G>*>(s);
+    else *reinterpret_cast<Word<G>*>(s) = *d;
+  }
+}
+
+// The program in device memory: its arrays and the prefix tables, one allocation.
+struct DeviceProgram {
+  ProgramView view;
+  void* mem = nullptr;
+};
+
+int upload(const device::BlockProgram* p, void** out) {
+  // The arrays' sizes: the program stores only pointers, so they are found by walking it.
+  int32_t n_items = 0, n_seqs = 0, n_entries = 0;
+  for (int32_t s = 0; s < n_seqs + 1; ++s) {  // sequence 0 exists; every group names a later one
+    const device::SeqRange& r = p->seqs[s];
+    if (r.first + r.n > n_items) n_items = r.first + r.n;
+    for (int32_t i = 0; i < r.n; ++i) {
+      const device::Item& it = p->items[r.first + i];
+      if (it.kind == device::ItemKind::Group && it.ref > n_seqs) n_seqs = it.ref;
+      if (it.kind == device::ItemKind::Gather && it.ref + it.nref > n_entries) n_entries = it.ref + it.nref;
+    }
+  }
+  ++n_seqs;
+  const device::ProgramTables t = device::program_tables(*p, n_items, n_seqs, n_entries);
+  const size_t b_items = sizeof(device::Item) * n_items, b_seqs = sizeof(device::SeqRange) * n_seqs,
+               b_entries = sizeof(device::GatherEntry) * n_entries, b_at = sizeof(int64_t) * n_items,
+               b_eat = sizeof(int64_t) * n_entries;
+  auto* dp = new (std::nothrow) DeviceProgram;
+  if (!dp) return 2;
+  char* m = nullptr;
+  int rc = GPU(Malloc)(reinterpret_cast<void**>(&m), b_items + b_seqs + b_entries + b_at + b_eat + 8);
+  if (rc != 0) {
+    delete dp;
+    return rc;
+  }
+  dp->mem = m;
+  // Every array is 8-byte aligned (the structs' sizes are multiples of 8).
+  char* at = m;
+  auto put = [&](const void* src, size_t n) {
+    char* d = at;
+    if (n && rc == 0) rc = GPU(MemcpyAsync)(d, src, n, GPU(MemcpyDefault), nullptr);
+    at += n;
+    return d;
+  };
+  dp->view.p = *p;
+  dp->view.p.items = reinterpret_cast<const device::Item*>(put(p->items, b_items));
+  dp->view.p.seqs = reinterpret_cast<const device::SeqRange*>(put(p->seqs, b_seqs));
+  dp->view.p.entries = reinterpret_cast<const device::GatherEntry*>(put(p->entries, b_entries));
+  dp->view.p.offsets = nullptr;  // the locate walk reads the entries
+  dp->view.item_at = reinterpret_cast<const int64_t*>(put(t.item_at.data(), b_at));
+  dp->view.entry_at = reinterpret_cast<const int64_t*>(put(t.entry_at.data(), b_eat));
+  dp->view.grain = t.grain;
+  if (rc == 0) rc = GPU(StreamSynchronize)(nullptr);  // the tables are host locals
+  if (rc != 0) {
+    GPU(Free)(m);
+    delete dp;
+    return rc;
+  }
+  *out = dp;
+  return 0;
+}
+
+void discard(void* prog) {
+  auto* dp = static_cast<DeviceProgram*>(prog);
+  if (!dp) return;
+  GPU(Free)(dp->mem);
+  delete dp;
+}
+
+template <bool kPack>
+int run_pack(const void* prog, void* strided, int64_t count, void* packed, Stream s) {
+  const ProgramView& v = static_cast<const DeviceProgram*>(prog)->view;
+  if (count <= 0 || v.p.size <= 0) return 0;
+  // The grain, narrowed to what both pointers' alignment allows.
+  int64_t g = v.grain;
+  g = device::grain_of(g, static_cast<int64_t>(reinterpret_cast<uintptr_t>(strided) % 16));
+  g = device::grain_of(g, static_cast<int64_t>(reinterpret_cast<uintptr_t>(packed) % 16));
+  const int64_t bytes = count * v.p.size, chunks = bytes / g;
+  char* st = static_cast<char*>(strided);
+  char* pk = static_cast<char*>(packed);
+  const unsigned grid = blocks_for(chunks);
+  switch (g) {
+    case 16: return launch(pack_kernel<kPack, 16>, grid, kThreads, s, v, st, pk, chunks);
+    case 8: return launch(pack_kernel<kPack, 8>, grid, kThreads, s, v, st, pk, chunks);
+    case 4: return launch(pack_kernel<kPack, 4>, grid, kThreads, s, v, st, pk, chunks);
+    case 2: return launch(pack_kernel<kPack, 2>, grid, kThreads, s, v, st, pk, chunks);
+    default: return launch(pack_kernel<kPack, 1>, grid, kThreads, s, v, st, pk, chunks);
+  }
+}
+
+int pack(const void* prog, const void* strided, int64_t count, void* packed, void* s) {
+  return run_pack<true>(prog, const_cast<void*>(strided), count, packed, static_cast<Stream>(s));
+}
+int unpack(const void* prog, const void* packed, int64_t count, void* strided, void* s) {
+  return run_pack<false>(prog, strided, count, const_cast<void*>(packed), static_cast<Stream>(s));
+}
+
+// ---- reductions ------------------------------------------------------------------------------
+
+template <ReduceOp Op, class T>
+__global__ void reduce_kernel(const T* in, T* inout, int64_t n) {
+  device::reduce_range<Op>(in, inout, first_index(), n, grid_stride());
+}
+
+using ReduceLaunch = int (*)(const void*, void*, int64_t, Stream);
+
+template <ReduceOp Op, class T>
+int launch_reduce(const void* in, void* inout, int64_t n, Stream s) {
+  return launch(reduce_kernel<Op, T>, blocks_for(n), kThreads, s, static_cast<const T*>(in), static_cast<T*>(inout), n);
+}
+template <ReduceOp Op, class T>
+struct LaunchPick {
+  static constexpr ReduceLaunch get() { return &launch_reduce<Op, T>; }
+};
+
+int reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void* s) {
+  const ReduceLaunch f = device::ReduceTable<ReduceLaunch, LaunchPick>::find(op, t);
+  if (!f) return 1;
+  return n > 0 ? f(in, inout, n, static_cast<Stream>(s)) : 0;
+}
+
+// ---- quantization ----------------------------------------------------------------------------
+
+template <int kBits, class T>
+__global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char* out, unsigned long long* bad) {
+  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
+    if (quant::quantize_block<kBits>(x + k * b, quant::block_len(k, n, b), out + quant::record_offset(k, b, kBits)))
+      atomicAdd(bad, 1ull);
+}
+
+template <int kBits, bool kAdd, class T>
+__global__ void dequantize_kernel(const unsigned char* in, int64_t n, int64_t b, T* out) {
+  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
+    quant::dequantize_block<kBits, kAdd>(in + quant::record_offset(k, b, kBits), quant::block_len(k, n, b), out + k * b);
+}
+
+// One counter of bad blocks in device memory, for every quantize call (they take turns).
+std::mutex g_bad_mu;
+unsigned long long* g_bad = nullptr;
+
+template <class T>
+int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, int64_t* bad, Stream s) {
+  std::lock_guard<std::mutex> lk(g_bad_mu);
+  int rc = 0;
+  if (!g_bad) rc = GPU(Malloc)(reinterpret_cast<void**>(&g_bad), sizeof *g_bad);
+  const unsigned long long zero = 0;
+  unsigned long long host_bad = 0;
+  if (rc == 0) rc = GPU(MemcpyAsync)(g_bad, &zero, sizeof zero, GPU(MemcpyDefault), s);
+  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  const T* xt = static_cast<const T*>(x);
+  auto* o = static_cast<unsigned char*>(out);
+  if (rc == 0)
+    rc = bits == 8 ? launch(quantize_kernel<8, T>, grid, kThreads, s, xt, n, b, o, g_bad)
+                   : launch(quantize_kernel<4, T>, grid, kThreads, s, xt, n, b, o, g_bad);
+  if (rc == 0) rc = GPU(MemcpyAsync)(&host_bad, g_bad, sizeof host_bad, GPU(MemcpyDefault), s);
+  if (rc == 0) rc = GPU(StreamSynchronize)(s);
+  if (rc == 0) *bad = static_cast<int64_t>(host_bad);
+  return rc;
+}
+
+int quantize(int bits, device::QuantType t, const void* x, int64_t n, int64_t b, void* out, int64_t* bad, void* s) {
+  if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
+  *bad = 0;
+  if (n == 0) return 0;
+  if (t == device::QuantType::F32) return quantize_t<float>(bits, x, n, b, out, bad, static_cast<Stream>(s));
+  return quantize_t<double>(bits, x, n, b, out, bad, static_cast<Stream>(s));
+}
+
+template <class T>
+int dequantize_t(int bits, const void* in, int64_t n, int64_t b, void* out, bool add, Stream s) {
+  const auto* i = static_cast<const unsigned char*>(in);
+  T* o = static_cast<T*>(out);
+  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  if (bits == 8)
+    return add ? launch(dequantize_kernel<8, true, T>, grid, kThreads, s, i, n, b, o)
+               : launch(dequantize_kernel<8, false, T>, grid, kThreads, s, i, n, b, o);
+  return add ? launch(dequantize_kernel<4, true, T>, grid, kThreads, s, i, n, b, o)
+             : launch(dequantize_kernel<4, false, T>, grid, kThreads, s, i, n, b, o);
+}
+
+int dequantize(int bits, device::QuantType t, const void* in, int64_t n, int64_t b, void* out, int add, void* s) {
+  if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
+  if (n == 0) return 0;
+  if (t == device::QuantType::F32) return dequantize_t<float>(bits, in, n, b, out, add != 0, static_cast<Stream>(s));
+  return dequantize_t<double>(bits, in, n, b, out, add != 0, static_cast<Stream>(s));
+}
+
+// ---- memory and streams ----------------------------------------------------------------------
+
+int alloc(void** p, size_t n) { return static_cast<int>(GPU(Malloc)(p, n ? n : 1)); }
+int release(void* p) { return static_cast<int>(GPU(Free)(p)); }
+int stream_create(void** s) {
+  Stream st = nullptr;
+  const int rc = static_cast<int>(GPU(StreamCreateWithFlags)(&st, GPU(StreamNonBlocking)));
+  *s = st;
+  return rc;
+}
+int stream_destroy(void* s) { return static_cast<int>(GPU(StreamDestroy)(static_cast<Stream>(s))); }
+int sync(void* s) { return static_cast<int>(GPU(StreamSynchronize)(static_cast<Stream>(s))); }
+int copy(void* dst, const void* src, size_t n, void* s) {
+  return n ? static_cast<int>(GPU(MemcpyAsync)(dst, src, n, GPU(MemcpyDefault), static_cast<Stream>(s))) : 0;
+}
+
+#if defined(HIER_GPU_SIM)
+constexpr const char* kName = "sim";
+#elif defined(__HIPCC__)
+constexpr const char* kName = "hip";
+#else
+constexpr const char* kName = "cuda";
+#endif
+
+const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stream_create, stream_destroy, sync,
+                                 copy, upload, discard, pack, unpack, reduce, quantize, dequantize};
+
+}  // namespace
+}  // namespace hier::gpu
+
+extern "C" __attribute__((visibility("default"))) const hier::device::ModuleTable* hier_device_module(uint32_t abi) {
+  return abi == hier::device::kModuleAbi ? &hier::gpu::kTable : nullptr;
+}

@@ -1,0 +1,35 @@
+// The one place where the GPU APIs differ: CUDA and HIP spell the same runtime calls with
+// another prefix (cudaMalloc / hipMalloc ...), and the simulated device (gpu/sim_runtime.hpp)
+// spells them `sim...`. The kernel source (gpu/module.cu) writes GPU(Malloc) and launch(...)
+// and is compiled unchanged by nvcc, hipcc and the host compiler.
+#pragma once
+
+#if defined(HIER_GPU_SIM)
+#include "gpu/sim_runtime.hpp"
+#define GPU(name) sim##name
+#elif defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#define GPU(name) hip##name
+#else
+#include <cuda_runtime.h>
+#define GPU(name) cuda##name
+#endif
+
+#include <utility>
+
+namespace hier::gpu {
+
+using Stream = GPU(Stream_t);
+
+// A kernel launch: grid blocks of `block` threads on stream s; 0 or the runtime's error.
+template <class... P, class... A>
+int launch(void (*kernel)(P...), unsigned grid, unsigned block, Stream s, A... args) {
+#if defined(HIER_GPU_SIM)
+  return sim::run_kernel(kernel, grid, block, s, args...);
+#else
+  kernel<<<grid, block, 0, s>>>(args...);
+  return static_cast<int>(GPU(GetLastError)());
+#endif
+}
+
+}  // namespace hier::gpu

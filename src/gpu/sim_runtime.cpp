@@ -1,0 +1,132 @@
+// The simulated device's runtime (gpu/sim_runtime.hpp): streams as worker threads over the
+// memory of the process's simulated device.
+#include "gpu/sim_runtime.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace hier::gpu::sim {
+
+thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
+
+namespace {
+
+// The simulated device's hooks, found in the process (the test's fake runtime exports them).
+struct Hooks {
+  void* (*alloc)(size_t) = nullptr;
+  void (*free)(void*) = nullptr;
+  void* (*alias)(const void*) = nullptr;
+  Hooks() {
+    alloc = reinterpret_cast<void* (*)(size_t)>(dlsym(RTLD_DEFAULT, "hier_sim_alloc"));
+    free = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "hier_sim_free"));
+    alias = reinterpret_cast<void* (*)(const void*)>(dlsym(RTLD_DEFAULT, "hier_sim_alias"));
+  }
+  bool ok() const { return alloc && free && alias; }
+};
+const Hooks& hooks() {
+  static const Hooks h;
+  return h;
+}
+
+// Each queued operation waits this long first: long enough that a host read which should have
+// synchronized runs before the operation, in practice always.
+constexpr auto kDelay = std::chrono::microseconds(200);
+
+}  // namespace
+
+struct StreamImpl {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::function<void()>> work;
+  bool busy = false, stop = false;
+  std::thread worker{[this] { run(); }};
+
+  void run() {
+    std::unique_lock<std::mutex> lk(mu);
+    for (;;) {
+      cv.wait(lk, [&] { return stop || !work.empty(); });
+      if (work.empty()) return;  // stop, and nothing left
+      auto w = std::move(work.front());
+      work.pop_front();
+      busy = true;
+      lk.unlock();
+      std::this_thread::sleep_for(kDelay);
+      w();
+      lk.lock();
+      busy = false;
+      cv.notify_all();
+    }
+  }
+  void drain() {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return work.empty() && !busy; });
+  }
+  ~StreamImpl() {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    worker.join();
+  }
+};
+
+namespace {
+// The default stream (a null Stream), as a runtime has one: created on first use, never joined
+// (it must outlive every static that might still queue work at exit).
+StreamImpl* default_stream() {
+  static StreamImpl* s = new StreamImpl;
+  return s;
+}
+StreamImpl* resolve(Stream s) { return s ? s : default_stream(); }
+}  // namespace
+
+int enqueue(Stream s, std::function<void()> work) {
+  if (!hooks().ok()) return 1;
+  StreamImpl* q = resolve(s);
+  {
+    std::lock_guard<std::mutex> lk(q->mu);
+    q->work.push_back(std::move(work));
+  }
+  q->cv.notify_all();
+  return 0;
+}
+
+void* alias(const void* p) { return hooks().alias(p); }
+
+}  // namespace hier::gpu::sim
+
+using namespace hier::gpu::sim;
+
+int simMalloc(void** p, size_t n) {
+  if (!hooks().ok()) return 2;  // cudaErrorMemoryAllocation's meaning: nothing allocated
+  *p = hooks().alloc(n);
+  return *p ? 0 : 2;
+}
+int simFree(void* p) {
+  if (p) hooks().free(p);
+  return 0;
+}
+int simStreamCreateWithFlags(simStream_t* s, unsigned) {
+  *s = new StreamImpl;
+  return 0;
+}
+int simStreamDestroy(simStream_t s) {
+  if (s) s->drain();
+  delete s;
+  return 0;
+}
+int simStreamSynchronize(simStream_t s) {
+  resolve(s)->drain();
+  return 0;
+}
+int simMemcpyAsync(void* dst, const void* src, size_t n, int, simStream_t s) {
+  return enqueue(s, [=] { std::memcpy(alias(dst), alias(src), n); });
+}
+int simGetLastError() { return 0; }

@@ -1,0 +1,229 @@
+// The GPU backend module's kernels against the host backend, byte for byte: pack and unpack of
+// random derived datatypes (tests/dtype/typegen), every reduction MPI defines, quantize and
+// dequantize. Everything goes through the module's own table (alloc, copy, sync), so the same
+// test runs against any module: the simulated device's (libhier-sim.so, here; its memory faults
+// on any host access, its streams are worker threads) or a real GPU's (HIER_TEST_MODULE=path of
+// libhier-cuda.so on a machine with one).
+//   HIER_TEST_MODULE  the module (default: the simulated one of this build)
+//   HIER_TEST_NTYPES  random datatypes (default 1500), HIER_TEST_SEED their seed
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "typegen.hpp"
+#include "device/backend.hpp"
+#include "device/module.hpp"
+#include "dtype/canon.hpp"
+#include "dtype/engine.hpp"
+#include "quant/quant.hpp"
+
+namespace hier::test {
+namespace {
+
+using device::ModuleTable;
+
+int64_t env_int(const char* name, int64_t dflt) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoll(v, nullptr, 10) : dflt;
+}
+
+const ModuleTable* load() {
+  const char* path = std::getenv("HIER_TEST_MODULE");
+  if (!path || !*path) path = HIER_SIM_MODULE;
+  void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    ADD_FAILURE() << "dlopen " << path << ": " << dlerror();
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<device::ModuleEntry>(dlsym(h, device::kModuleEntry));
+  if (!entry) {
+    ADD_FAILURE() << path << " has no " << device::kModuleEntry;
+    return nullptr;
+  }
+  EXPECT_EQ(entry(device::kModuleAbi + 1), nullptr) << "a module must refuse another ABI";
+  return entry(device::kModuleAbi);
+}
+
+const ModuleTable& mod() {
+  static const ModuleTable* m = load();
+  if (!m) throw std::runtime_error("no module");
+  return *m;
+}
+
+// A buffer in device memory, filled from and read back to host vectors through the module.
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t n = 0;
+  explicit DeviceBuffer(size_t bytes) : n(bytes) { EXPECT_EQ(mod().alloc(&p, bytes ? bytes : 1), 0); }
+  ~DeviceBuffer() { mod().release(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  char* at(int64_t off) const { return static_cast<char*>(p) + off; }
+  void put(const std::vector<char>& v) {
+    ASSERT_EQ(mod().copy(p, v.data(), v.size(), nullptr), 0);
+    ASSERT_EQ(mod().sync(nullptr), 0);
+  }
+  std::vector<char> get() const {
+    std::vector<char> v(n);
+    EXPECT_EQ(mod().copy(v.data(), p, n, nullptr), 0);
+    EXPECT_EQ(mod().sync(nullptr), 0);
+    return v;
+  }
+};
+
+template <class V>
+std::vector<char> bytes_of(const V& v) {
+  std::vector<char> b(v.size() * sizeof(v[0]));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// One type, `count` elements: the module's pack and unpack against the host backend's.
+void check_type(MPI_Datatype t, int count, const std::string& desc, std::mt19937_64& rng, void* stream, int& checked) {
+  MPI_Count size, lb, ext, tlb, text;
+  PMPI_Type_size_x(t, &size);
+  PMPI_Type_get_extent_x(t, &lb, &ext);
+  PMPI_Type_get_true_extent_x(t, &tlb, &text);
+  if (size == 0) return;
+  dtype::CanonRef c(dtype::canonicalize(t));
+  if (!c->ok) return;
+  const int64_t e_last = (count - 1) * ext;
+  const int64_t lo = std::min<int64_t>(tlb, tlb + e_last), hi = std::max<int64_t>(tlb + text, tlb + e_last + text);
+  const int64_t pad = 16, need = count * size;
+  std::vector<char> src(static_cast<size_t>(hi - lo + 2 * pad));
+  for (char& x : src) x = static_cast<char>(rng());
+  const int64_t origin = pad - lo;  // element 0's origin in the buffer
+
+  void* prog = nullptr;
+  ASSERT_EQ(mod().upload(&c->view, &prog), 0) << desc;
+  DeviceBuffer strided(src.size()), packed(static_cast<size_t>(need));
+  strided.put(src);
+  packed.put(std::vector<char>(static_cast<size_t>(need), 0x5a));
+  ASSERT_EQ(mod().pack(prog, strided.at(origin), count, packed.p, stream), 0);
+  ASSERT_EQ(mod().sync(stream), 0);
+  std::vector<char> want(static_cast<size_t>(need));
+  dtype::pack(*c, src.data() + origin, count, want.data());
+  EXPECT_EQ(packed.get(), want) << "pack differs: " << desc << " count " << count;
+
+  // Unpack into a fresh background; overlapping typemaps (erroneous to receive into) only pack.
+  std::vector<uint8_t> cover(static_cast<size_t>(hi - lo), 0);
+  bool overlap = false;
+  walk(c->view, count, [&](int64_t o, int64_t len) {
+    for (int64_t k = 0; k < len; ++k) overlap |= cover[o - lo + k]++ != 0;
+  });
+  if (!overlap) {
+    std::vector<char> background(src.size()), in(static_cast<size_t>(need));
+    for (char& x : background) x = static_cast<char>(rng());
+    for (char& x : in) x = static_cast<char>(rng());
+    packed.put(in);
+    strided.put(background);
+    ASSERT_EQ(mod().unpack(prog, packed.p, count, strided.at(origin), stream), 0);
+    ASSERT_EQ(mod().sync(stream), 0);
+    dtype::unpack(*c, in.data(), count, background.data() + origin);
+    EXPECT_EQ(strided.get(), background) << "unpack differs: " << desc << " count " << count;
+  }
+  mod().discard(prog);
+  ++checked;
+}
+
+TEST(Module, PackUnpackRandomTypes) {
+  void* stream = nullptr;
+  ASSERT_EQ(mod().stream_create(&stream), 0);
+  const int64_t n = env_int("HIER_TEST_NTYPES", 1500);
+  TypeGen gen(static_cast<uint64_t>(env_int("HIER_TEST_SEED", 20261127)), GenOptions{3, 4096, 64 * 1024, true});
+  std::mt19937_64 rng(7);
+  const int counts[] = {1, 2, 3, 7};
+  int checked = 0;
+  for (int64_t i = 0; i < n && !HasFailure(); ++i) {
+    std::string desc;
+    MPI_Datatype t = gen.next(desc);
+    check_type(t, counts[i % 4], desc, rng, i % 2 ? stream : nullptr, checked);
+    free_type(t);
+  }
+  EXPECT_GT(checked, n / 2) << "too few representable types were checked";
+  mod().stream_destroy(stream);
+}
+
+// Every (op, type) pair: defined pairs as the host computes them, the others refused.
+TEST(Module, Reductions) {
+  std::mt19937_64 rng(11);
+  const size_t kSizes[] = {
+#define HIER_REDUCE_TYPE(e, type, kind, mpi) sizeof(type),
+#include "device/reduce_types.def"
+  };
+  for (int op = 0; op < static_cast<int>(device::ReduceOp::Count); ++op)
+    for (int t = 0; t < static_cast<int>(device::ElemType::Count); ++t)
+      for (int64_t n : {0, 1, 7, 4099}) {
+        const auto o = static_cast<device::ReduceOp>(op);
+        const auto et = static_cast<device::ElemType>(t);
+        const size_t bytes = static_cast<size_t>(n) * kSizes[t];
+        std::vector<char> in(bytes), io(bytes);
+        for (char& x : in) x = static_cast<char>(rng() % 7);  // small values: also valid bools
+        for (char& x : io) x = static_cast<char>(rng() % 7);
+        if (et == device::ElemType::Bool) {
+          for (char& x : in) x &= 1;
+          for (char& x : io) x &= 1;
+        }
+        DeviceBuffer din(bytes), dio(bytes);
+        din.put(in);
+        dio.put(io);
+        const bool defined = device::host().reduce(o, et, in.data(), io.data(), n);
+        const int rc = mod().reduce(o, et, din.p, dio.p, n, nullptr);
+        ASSERT_EQ(rc == 0, defined) << "op " << op << " type " << t;
+        ASSERT_EQ(mod().sync(nullptr), 0);
+        if (defined) {
+          EXPECT_EQ(dio.get(), io) << "op " << op << " type " << t << " n " << n;
+        }
+      }
+}
+
+template <class T>
+void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::mt19937_64& rng) {
+  std::vector<T> x(static_cast<size_t>(n));
+  std::normal_distribution<double> d(0.0, 3.0);
+  for (T& v : x) v = static_cast<T>(d(rng));
+  if (n > 100) x[50] = static_cast<T>(NAN);  // one block that cannot be quantized
+  const size_t rb = static_cast<size_t>(quant::quantized_bytes(n, block, bits));
+  std::vector<char> want(rb);
+  const int64_t want_bad = quant::quantize(x.data(), n, block, bits, want.data());
+  DeviceBuffer dx(x.size() * sizeof(T)), drec(rb);
+  dx.put(bytes_of(x));
+  int64_t bad = -1;
+  ASSERT_EQ(mod().quantize(bits, qt, dx.p, n, block, drec.p, &bad, nullptr), 0);
+  EXPECT_EQ(bad, want_bad);
+  EXPECT_EQ(drec.get(), want) << "records differ: bits " << bits << " n " << n << " block " << block;
+  // Dequantize, then dequantize-add onto it: the host's bits both times.
+  std::vector<T> out(static_cast<size_t>(n));
+  quant::dequantize(want.data(), n, block, bits, out.data());
+  DeviceBuffer dout(out.size() * sizeof(T));
+  ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 0, nullptr), 0);
+  ASSERT_EQ(mod().sync(nullptr), 0);
+  EXPECT_EQ(dout.get(), bytes_of(out));
+  quant::dequantize_add(want.data(), n, block, bits, out.data());
+  ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
+  ASSERT_EQ(mod().sync(nullptr), 0);
+  EXPECT_EQ(dout.get(), bytes_of(out));
+}
+
+TEST(Module, Quantization) {
+  std::mt19937_64 rng(13);
+  for (int bits : {8, 4})
+    for (int64_t n : {0, 1, 7, 4099, 65537})
+      for (int64_t block : {64, 512}) {
+        check_quant<float>(device::QuantType::F32, bits, n, block, rng);
+        check_quant<double>(device::QuantType::F64, bits, n, block, rng);
+      }
+  int64_t bad = 0;
+  EXPECT_NE(mod().quantize(3, device::QuantType::F32, nullptr, 8, 64, nullptr, &bad, nullptr), 0) << "bits 3 refused";
+}
+
+}  // namespace
+}  // namespace hier::test
