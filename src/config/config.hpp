@@ -70,6 +70,8 @@ struct Config {
   // HIER_GPU_AWARE: whether the MPI takes device pointers; -1 = auto (asked through
   // MPIX_Query_cuda_support / MPIX_Query_rocm_support, device/gpu_aware.hpp), 0 = no, 1 = yes.
   int gpu_aware = -1;
+  // HIER_GPU_MODULE: "auto", "off" or a module's path (device/module.hpp).
+  std::string gpu_module = "auto";
 
   Algo algo_for(Coll c) const { return algo[static_cast<size_t>(c)]; }
   Quant quant_for(Coll c) const { return quant[static_cast<size_t>(c)]; }

@@ -212,6 +212,15 @@ const VarSpec kVars[] = {
      if (err.empty()) c.gpu_aware = b ? 1 : 0;
      return err;
    }, true},
+  {"HIER_GPU_MODULE", "auto", "auto, off, or the path of a libhier GPU module",
+   "The GPU module whose kernels pack and unpack device buffers in MPI_Pack/MPI_Unpack (auto: libhier-cuda.so or libhier-hip.so beside libhier.so, for the runtime the program loaded; off: none, device buffers are copied whole through host memory; a path: that module). Loaded only once a GPU runtime is in the process (docs/device-buffers.md).",
+   [](const std::string& v, Config& c) {
+     const std::string s = trim(v);
+     if (s.empty()) return std::string("empty value");
+     const std::string l = lower(s);
+     c.gpu_module = l == "auto" || l == "off" ? l : s;
+     return std::string();
+   }},  // a local choice: the packed bytes are the same either way
   {"HIER_ALGO", "auto", "auto|flat|hier, or collective=auto|flat|hier,... (collectives: allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, bcast, reduce, barrier, alltoall)",
    "Algorithm per collective; auto lets the planner choose.",
    [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }, true},

@@ -24,17 +24,17 @@ template <Fn F>
 struct Call {};  // selects the overload of one MPI function
 
 // Whether buffer p must be copied before the MPI sees it (one atomic load without a runtime).
-inline bool must_stage(const void* p) {
+inline bool must_stage(const void* p, int64_t n, MPI_Datatype t) {
   const device::Runtime r = device::runtime();
   if (r == device::Runtime::None || p == nullptr || p == MPI_IN_PLACE || p == MPI_BOTTOM) return false;
-  return device::classify(p) != device::MemKind::Host && !device::mpi_gpu_aware(r, config::get().gpu_aware);
+  return device::classify_typed(p, n, t) != device::MemKind::Host && !device::mpi_gpu_aware(r, config::get().gpu_aware);
 }
 
 // A host copy of `p` (n elements of t) when it must be staged; else p itself.
 class Side {
  public:
   Side(const void* p, int64_t n, MPI_Datatype t) : user_(p) {
-    if (must_stage(p)) st_.emplace(p, n, t);
+    if (must_stage(p, n, t)) st_.emplace(p, n, t);
   }
   bool staged() const { return st_.has_value(); }
   int rc() const { return st_ ? st_->rc() : MPI_SUCCESS; }
@@ -65,7 +65,7 @@ std::optional<Outcome> run(const char* what, Side& in, Side* out, Call call) {
 template <class Start>
 std::optional<Outcome> start_staged(const void* buf, int n, MPI_Datatype t, MPI_Request* req, bool recv,
                                     const char* what, Start start) {
-  if (!must_stage(buf)) return std::nullopt;
+  if (!must_stage(buf, n, t)) return std::nullopt;
   MPI_Aint lb = 0;
   const int64_t span = device::span_bytes(t, n, &lb);
   if (span < 0) return Outcome{MPI_ERR_TYPE, diag::AlgoTag::Flat};

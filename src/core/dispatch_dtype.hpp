@@ -12,6 +12,8 @@
 #include "core/device_p2p.hpp"
 #include "core/wrap.hpp"
 #include "dtype/cache.hpp"
+#include "device/module.hpp"
+#include "dtype/device_pack.hpp"
 #include "dtype/pack_calls.hpp"
 
 namespace hier::core {
@@ -65,6 +67,33 @@ template <Fn F, class Fwd, class... Args>
 Outcome dispatch_dtype(Fwd& fwd, Args... args);
 
 namespace dtype_detail {
+// MPI_Pack / MPI_Unpack whose typed buffer is device memory, by the GPU module's kernels
+// (dtype/device_pack.hpp), GPU-aware MPI or not: a GPU-aware MPI would pack device memory by
+// its own means (TEMPI measured those as the slow part). nullopt: no module, or not a case it
+// takes; the staged path or the MPI then has the call.
+inline std::optional<Outcome> on_device(const void* in, int n, MPI_Datatype t, void* out, int size, int* pos,
+                                        MPI_Comm c) {
+  const device::ModuleTable* m = pos ? device::module(config::get().gpu_module.c_str()) : nullptr;
+  if (!m) return std::nullopt;
+  int64_t p = *pos;
+  const auto rc = dtype::device_pack_call(*m, in, n, t, out, size, p, c, limit_of<int>());
+  if (!rc) return std::nullopt;
+  device::note_untouched(device::MemKind::Device, "kernel_pack");
+  if (*rc == MPI_SUCCESS) *pos = static_cast<int>(p);
+  return Outcome{*rc, diag::AlgoTag::Packed};
+}
+inline std::optional<Outcome> on_device(const void* in, int size, int* pos, void* out, int n, MPI_Datatype t,
+                                        MPI_Comm c) {
+  const device::ModuleTable* m = pos ? device::module(config::get().gpu_module.c_str()) : nullptr;
+  if (!m) return std::nullopt;
+  int64_t p = *pos;
+  const auto rc = dtype::device_unpack_call(*m, in, size, p, out, n, t, c, limit_of<int>());
+  if (!rc) return std::nullopt;
+  device::note_untouched(device::MemKind::Device, "kernel_unpack");
+  if (*rc == MPI_SUCCESS) *pos = static_cast<int>(p);
+  return Outcome{*rc, diag::AlgoTag::Packed};
+}
+
 // MPI_Pack / MPI_Unpack with device buffers on an MPI that is not GPU-aware (core/device_p2p.hpp):
 // the same dispatch on host copies of the typed side and of the packed bytes [0, size).
 inline std::optional<Outcome> on_host(const void* in, int n, MPI_Datatype t, void* out, int size, int* pos,
@@ -95,6 +124,7 @@ template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_dtype(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   if constexpr (F == Fn::Pack || F == Fn::Unpack) {
+    if (auto o = dtype_detail::on_device(args...)) return *o;
     if (auto o = dtype_detail::on_host(args...)) return *o;
   }
   if constexpr (B == Fn::Type_commit) {

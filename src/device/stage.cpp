@@ -53,7 +53,16 @@ int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb) {
   *lb = 0;
   if (n <= 0) return 0;
   if (PMPI_Type_get_true_extent(t, lb, &text) != MPI_SUCCESS) return -1;
-  return (n - 1) * extent_of(t) + text;
+  const int64_t last = (n - 1) * extent_of(t);  // element n-1's origin; below element 0's if the extent is negative
+  if (last < 0) *lb += last;
+  return (last < 0 ? -last : last) + text;
+}
+
+MemKind classify_typed(const void* p, int64_t n, MPI_Datatype t) {
+  if (runtime() == Runtime::None || p == nullptr) return MemKind::Host;
+  MPI_Aint lb = 0;
+  if (n <= 0 || span_bytes(t, n, &lb) <= 0) return classify(p);
+  return classify(static_cast<const char*>(p) + lb);
 }
 
 HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) {

@@ -13,11 +13,18 @@
 #include <cstdint>
 #include <memory>
 
+#include "device/pointer.hpp"
+
 namespace hier::device {
 
 // The bytes n elements of t span, from the first to the last touched byte; *lb: the first
 // touched byte relative to element 0. -1: the MPI rejected the type.
 int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb);
+
+// Where n elements of t at p live: the kind of their first touched byte. Not p's own: a derived
+// type may start after p (or before it), and p may then lie outside the allocation, where the
+// runtime answers "host memory". Host without a runtime (one atomic load).
+MemKind classify_typed(const void* p, int64_t n, MPI_Datatype t);
 
 class HostStage {
  public:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device/blocks.hpp"
+#include "device/module.hpp"
 #include "dtype/ir.hpp"
 
 namespace hier::dtype {
@@ -40,6 +41,17 @@ struct Canon {
   // whether or not the layout has an exact form.
   MPI_Datatype elem = MPI_DATATYPE_NULL;
   std::atomic<int> refs{1};
+  // The program in device memory, for the GPU module's kernels (dtype/device_pack.cpp): copied
+  // at the type's first use on a device buffer, discarded with the Canon.
+  std::atomic<void*> device_prog{nullptr};
+  const device::ModuleTable* device_mod = nullptr;  // set once, before device_prog
+
+  Canon() = default;
+  Canon(const Canon&) = delete;
+  Canon& operator=(const Canon&) = delete;
+  ~Canon() {
+    if (void* p = device_prog.load()) device_mod->discard(p);
+  }
 
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }
   void release() {

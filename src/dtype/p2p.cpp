@@ -8,6 +8,7 @@
 #include "dtype/requests.hpp"
 #include "dtype/staging.hpp"
 #include "device/pointer.hpp"
+#include "device/stage.hpp"
 
 namespace hier::dtype {
 namespace {
@@ -49,10 +50,10 @@ struct Packed {
 
 // A buffer libhier would pack or unpack with the CPU. Device or managed memory goes to the MPI
 // as is (a local choice: the bytes on the wire are the same packed or not).
-Packed stage_for(CanonRef c, int64_t count, const void* buf, const char* what) {
+Packed stage_for(CanonRef c, int64_t count, MPI_Datatype t, const void* buf, const char* what) {
   Packed p;
   if (!c) return p;
-  if (const device::MemKind k = device::classify(buf); k != device::MemKind::Host) {
+  if (const device::MemKind k = device::classify_typed(buf, count, t); k != device::MemKind::Host) {
     device::note_untouched(k, what);
     return p;  // drops the reference eligible() took
   }
@@ -67,7 +68,7 @@ Packed stage_for(CanonRef c, int64_t count, const void* buf, const char* what) {
 std::optional<int> send(const void* buf, int64_t count, MPI_Datatype t, int dest, int tag, MPI_Comm comm) {
   progress_detached();
   if (dest == MPI_PROC_NULL) return std::nullopt;
-  Packed p = stage_for(eligible(t, count, true), count, buf, "send");
+  Packed p = stage_for(eligible(t, count, true), count, t, buf, "send");
   if (!p) return std::nullopt;
   pack(*p.c, buf, count, p.s.p);
   const int rc = PMPI_Send(p.s.p, p.bytes, MPI_BYTE, dest, tag, comm);
@@ -79,7 +80,7 @@ std::optional<int> isend(const void* buf, int64_t count, MPI_Datatype t, int des
                          MPI_Request* req) {
   progress_detached();
   if (dest == MPI_PROC_NULL) return std::nullopt;
-  Packed p = stage_for(eligible(t, count, true), count, buf, "isend");
+  Packed p = stage_for(eligible(t, count, true), count, t, buf, "isend");
   if (!p) return std::nullopt;
   pack(*p.c, buf, count, p.s.p);
   const int rc = PMPI_Isend(p.s.p, p.bytes, MPI_BYTE, dest, tag, comm, req);
@@ -92,7 +93,7 @@ std::optional<int> recv(void* buf, int64_t count, MPI_Datatype t, int source, in
                         MPI_Status* status) {
   progress_detached();
   if (source == MPI_PROC_NULL) return std::nullopt;
-  Packed p = stage_for(eligible(t, count, false), count, buf, "recv");
+  Packed p = stage_for(eligible(t, count, false), count, t, buf, "recv");
   if (!p) return std::nullopt;
   // The user's status goes to the MPI as is: exactly the fields the MPI sets are set.
   MPI_Status local;
@@ -107,7 +108,7 @@ std::optional<int> irecv(void* buf, int64_t count, MPI_Datatype t, int source, i
                          MPI_Request* req) {
   progress_detached();
   if (source == MPI_PROC_NULL) return std::nullopt;
-  Packed p = stage_for(eligible(t, count, false), count, buf, "irecv");
+  Packed p = stage_for(eligible(t, count, false), count, t, buf, "irecv");
   if (!p) return std::nullopt;
   const int rc = PMPI_Irecv(p.s.p, p.bytes, MPI_BYTE, source, tag, comm, req);
   if (rc == MPI_SUCCESS) own_recv(*req, p.s, std::move(p.c), buf, count);
@@ -120,8 +121,8 @@ std::optional<int> sendrecv(const void* sbuf, int64_t scount, MPI_Datatype stype
                             MPI_Status* status) {
   progress_detached();
   if (scount > INT_MAX || rcount > INT_MAX) return std::nullopt;
-  Packed ps = stage_for(dest == MPI_PROC_NULL ? CanonRef{} : eligible(stype, scount, true), scount, sbuf, "sendrecv");
-  Packed pr = stage_for(source == MPI_PROC_NULL ? CanonRef{} : eligible(rtype, rcount, false), rcount, rbuf, "sendrecv");
+  Packed ps = stage_for(dest == MPI_PROC_NULL ? CanonRef{} : eligible(stype, scount, true), scount, stype, sbuf, "sendrecv");
+  Packed pr = stage_for(source == MPI_PROC_NULL ? CanonRef{} : eligible(rtype, rcount, false), rcount, rtype, rbuf, "sendrecv");
   if (!ps && !pr) {
     stage_release(ps.s);
     stage_release(pr.s);

@@ -4,6 +4,7 @@
 #include "dtype/engine.hpp"
 #include "dtype/planner.hpp"
 #include "device/pointer.hpp"
+#include "device/stage.hpp"
 
 namespace hier::dtype {
 
@@ -18,9 +19,10 @@ bool null_rejected(const void* p) {
 #endif
 }
 
-// Both buffers in host memory, else the call goes to the MPI (counted for the report).
-bool host_side(const void* in, const void* out, const char* what) {
-  const device::MemKind k = device::worst(device::classify(in), device::classify(out));
+// Both buffers in host memory, else the call goes to the MPI (counted for the report): the typed
+// one (n elements of t) and the packed one.
+bool host_side(const void* typed, int64_t n, MPI_Datatype t, const void* packed, const char* what) {
+  const device::MemKind k = device::worst(device::classify_typed(typed, n, t), device::classify(packed));
   device::note_untouched(k, what);
   return k == device::MemKind::Host;
 }
@@ -35,7 +37,7 @@ std::optional<int> pack_call(const void* inbuf, int64_t incount, MPI_Datatype t,
   const int64_t need = packed_bytes(incount, c->size);
   if (need < 0 || outsize - position < need || need > limit - position) return std::nullopt;
   if (!plan_engine_pack(*c, incount)) return std::nullopt;
-  if (!host_side(inbuf, outbuf, "pack")) return std::nullopt;
+  if (!host_side(inbuf, incount, t, outbuf, "pack")) return std::nullopt;
   pack(*c, inbuf, incount, static_cast<char*>(outbuf) + position);
   position += need;
   return MPI_SUCCESS;
@@ -50,7 +52,7 @@ std::optional<int> unpack_call(const void* inbuf, int64_t insize, int64_t& posit
   const int64_t need = packed_bytes(outcount, c->size);
   if (need < 0 || insize - position < need || need > limit - position) return std::nullopt;
   if (!plan_engine_unpack(*c, outcount)) return std::nullopt;
-  if (!host_side(inbuf, outbuf, "unpack")) return std::nullopt;
+  if (!host_side(outbuf, outcount, t, inbuf, "unpack")) return std::nullopt;
   unpack(*c, static_cast<const char*>(inbuf) + position, outcount, outbuf);
   position += need;
   return MPI_SUCCESS;

@@ -10,6 +10,16 @@ dev = rep.get("device")
 if dev is None:
     sys.exit(f"{path}: no 'device' section")
 by_call = dev["device"]["by_call"]
+# MPI_Pack / MPI_Unpack of device buffers (device_pack_test): by the GPU module's kernels, or staged.
+if mode.startswith("pack_"):
+    want = {"pack_kernels": ["kernel_pack", "kernel_unpack"], "pack_staged": ["staged_pack", "staged_unpack"]}[mode]
+    # With a module, the types without an exact form (the MPI packs those) are still staged.
+    other = {"pack_kernels": [], "pack_staged": ["kernel_pack", "kernel_unpack"]}[mode]
+    missing = [k for k in want if by_call.get(k, 0) < 1]
+    if missing or any(k in by_call for k in other + ["pack", "unpack"]):
+        sys.exit(f"{path}: {mode}: missing {missing} or another path ran: {json.dumps(dev)}")
+    print(f"{path}: {by_call}")
+    sys.exit(0)
 p2p = ["send", "recv", "isend", "irecv", "sendrecv", "pack", "unpack"]
 colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scatter_block", "reduce_scatter",
          "alltoall"]

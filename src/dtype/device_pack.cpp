@@ -1,0 +1,109 @@
+#include "dtype/device_pack.hpp"
+
+#include <mutex>
+
+#include "device/pointer.hpp"
+#include "device/stage.hpp"
+#include "dtype/cache.hpp"
+#include "dtype/engine.hpp"
+
+namespace hier::dtype {
+namespace {
+
+// The canonical form of t, when its typed buffer is device memory and the call is valid.
+CanonRef checked(const void* typed, const void* packed, int64_t count, int64_t bytes, int64_t position, MPI_Comm comm,
+                 MPI_Datatype t) {
+  if (comm == MPI_COMM_NULL || count < 0 || position < 0 || bytes < 0 || !typed || !packed) return {};
+  if (device::classify_typed(typed, count, t) == device::MemKind::Host) return {};
+  CanonRef c = lookup(t);
+  if (!c || !c->ok) return {};
+  return c;
+}
+
+// The program of c on the device (uploaded at the first call; two racing threads both upload
+// and the loser discards its copy). Null: the module could not.
+const void* device_program(Canon& c, const device::ModuleTable& m) {
+  if (void* p = c.device_prog.load(std::memory_order_acquire)) return p;
+  void* p = nullptr;
+  if (m.upload(&c.view, &p) != 0) return nullptr;
+  static std::mutex mu;  // device_mod and device_prog are set together
+  std::lock_guard<std::mutex> lk(mu);
+  if (void* q = c.device_prog.load(std::memory_order_acquire)) {
+    m.discard(p);
+    return q;
+  }
+  c.device_mod = &m;
+  c.device_prog.store(p, std::memory_order_release);
+  return p;
+}
+
+// One device scratch buffer for packed bytes bound for (or coming from) host memory, grown as
+// needed and kept: the calls that use it take turns.
+std::mutex g_scratch_mu;
+void* g_scratch = nullptr;
+size_t g_scratch_bytes = 0;
+
+void* scratch(const device::ModuleTable& m, size_t n) {
+  if (n <= g_scratch_bytes) return g_scratch;
+  if (g_scratch) m.release(g_scratch);
+  g_scratch = nullptr;
+  g_scratch_bytes = 0;
+  if (m.alloc(&g_scratch, n) != 0) return g_scratch = nullptr;
+  g_scratch_bytes = n;
+  return g_scratch;
+}
+
+// Runs `kernel(device packed pointer)` with the packed side at `packed` (host or device): a
+// host side goes through the scratch, copied in before (unpack) or out after (pack).
+template <class Kernel>
+std::optional<int> with_packed(const device::ModuleTable& m, char* packed, int64_t need, bool to_packed, Kernel kernel) {
+  void* s = device::module_stream();
+  std::unique_lock<std::mutex> lk(g_scratch_mu, std::defer_lock);
+  char* dev = packed;
+  if (device::classify(packed) == device::MemKind::Host) {
+    lk.lock();
+    dev = static_cast<char*>(scratch(m, static_cast<size_t>(need)));
+    if (!dev) return std::nullopt;  // no device memory: the staged path
+    if (!to_packed && m.copy(dev, packed, static_cast<size_t>(need), s) != 0) return std::nullopt;
+  }
+  if (kernel(dev, s) != 0) return std::nullopt;  // nothing written to the user's buffers yet
+  // From here the output is being written: a failure is the call's error.
+  if (to_packed && dev != packed && m.copy(packed, dev, static_cast<size_t>(need), s) != 0) return MPI_ERR_OTHER;
+  return m.sync(s) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+}  // namespace
+
+std::optional<int> device_pack_call(const device::ModuleTable& m, const void* inbuf, int64_t incount, MPI_Datatype t,
+                                    void* outbuf, int64_t outsize, int64_t& position, MPI_Comm comm, int64_t limit) {
+  CanonRef c = checked(inbuf, outbuf, incount, outsize, position, comm, t);
+  if (!c) return std::nullopt;
+  const int64_t need = packed_bytes(incount, c->size);
+  if (need < 0 || outsize - position < need || need > limit - position) return std::nullopt;
+  if (need == 0) return MPI_SUCCESS;
+  const void* prog = device_program(const_cast<Canon&>(*c), m);
+  if (!prog) return std::nullopt;
+  auto rc = with_packed(m, static_cast<char*>(outbuf) + position, need, true, [&](char* dev, void* s) {
+    return m.pack(prog, inbuf, incount, dev, s);
+  });
+  if (rc && *rc == MPI_SUCCESS) position += need;
+  return rc;
+}
+
+std::optional<int> device_unpack_call(const device::ModuleTable& m, const void* inbuf, int64_t insize,
+                                      int64_t& position, void* outbuf, int64_t outcount, MPI_Datatype t, MPI_Comm comm,
+                                      int64_t limit) {
+  CanonRef c = checked(outbuf, inbuf, outcount, insize, position, comm, t);
+  if (!c) return std::nullopt;
+  const int64_t need = packed_bytes(outcount, c->size);
+  if (need < 0 || insize - position < need || need > limit - position) return std::nullopt;
+  if (need == 0) return MPI_SUCCESS;
+  const void* prog = device_program(const_cast<Canon&>(*c), m);
+  if (!prog) return std::nullopt;
+  auto rc = with_packed(m, const_cast<char*>(static_cast<const char*>(inbuf)) + position, need, false,
+                        [&](char* dev, void* s) { return m.unpack(prog, dev, outcount, outbuf, s); });
+  if (rc && *rc == MPI_SUCCESS) position += need;
+  return rc;
+}
+
+}  // namespace hier::dtype
