@@ -1,8 +1,7 @@
-# GPU compile checks: the HIER_HD kernel bodies built as device code by nvcc (CUDA) and hipcc
-# (HIP), compile only: objects that are never linked, never run, never in libhier.so. They prove
-# that the kernels the host backend runs in the tests compile for the GPUs libhier targets.
-# Included at the top level (enable_language must run in file scope); each layer with kernels
-# calls hier_gpu_compile_check().
+# The GPU compilers: nvcc (CUDA) and hipcc (HIP) build the GPU modules (src/gpu/CMakeLists.txt)
+# and the compile-only checks of hier_gpu_compile_check() (objects never linked, never run, never
+# in libhier.so: the 16-bit-float quantization kernels, src/quant). Included at the top level
+# (enable_language must run in file scope).
 #   HIER_GPU_CUDA_CHECK (default: on where /usr/local/cuda/bin/nvcc exists): sm_80 and sm_90
 #     (A100, H100) unless CMAKE_CUDA_ARCHITECTURES says otherwise; a machine without nvcc
 #     configures as before.

@@ -1,6 +1,6 @@
 // Element-wise reductions of MPI's predefined operations over its basic types, as HIER_HD
 // bodies: the host backend runs them (device/reduce_host.cpp, tested against the MPI's own
-// MPI_Reduce_local bit for bit), and the GPU backends compile the same bodies (device/gpu_check.cu).
+// MPI_Reduce_local bit for bit), and the GPU modules launch the same bodies (gpu/module.cu).
 // Semantics are MPI_Reduce_local's: inout[i] = in[i] op inout[i].
 // - Integers wrap on overflow (computed in the unsigned type: defined behaviour, and the bits
 //   both MPIs produce).
