@@ -99,6 +99,9 @@ C4Verdict classify_hang(const C4Evidence& e) {
     if (v.cls == C4Class::NonCommunicationHang) {
       v.cls = C4Class::NonCommunicationSlow;
       v.basis = b + std::string("late arrival: ") + members_text(e, outside_communication) + " when asked";
+    } else if (other_comm) {  // it waited for members busy in other communication
+      v.cls = C4Class::CommunicationSlow;
+      v.basis = b + std::string("slow in other communication: ") + v.basis.substr(v.basis.find(": ") + 2);
     } else {
       v.cls = C4Class::CommunicationSlow;
       v.basis = b + std::string("slow inside the collective: ") + v.basis.substr(0, v.basis.find(" and it does not"));

@@ -84,6 +84,9 @@ TEST(C4Class, OtherCommunicationNamed) {
   EXPECT_EQ(v.basis,
             "blocked in other communication: rank 1 in a collective on another communicator; rank 2 unreachable (node "
             "or link down?)");
+  const C4Verdict s = classify_hang(evidence({{0, W::InCall}, {1, W::InOtherMpiCall}}, false, 2.0));
+  EXPECT_EQ(s.cls, C4Class::CommunicationSlow);
+  EXPECT_EQ(s.basis, "the call completed after 2.00 s; slow in other communication: rank 1 in another MPI call");
 }
 
 // A call that returns without a member that died, or across different collectives, returned an
