@@ -20,6 +20,7 @@
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/ranks_text.hpp"
+#include "diag/c4_class.hpp"
 #include "diag/straggler.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
@@ -385,7 +386,9 @@ std::string stragglers_json(const std::vector<unsigned char>& all, size_t rec, i
   const StragglerResult res = find_stragglers(sites);
   nlohmann::json found = nlohmann::json::array();
   for (const Straggler& f : res.ranks) {
-    found.push_back({{"rank", f.rank},
+    // A persistent late arrival: C4's non-communication slow, in the hang reports' vocabulary.
+    found.push_back({{"class", c4_key(C4Class::NonCommunicationSlow)},
+                     {"rank", f.rank},
                      {"function", fn_name(f.fn)},
                      {"site", f.site},
                      {"calls", f.calls},
