@@ -82,16 +82,8 @@ inline uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 }
 
 // Collectives whose message size (the report's bytes) is the same on every rank of a correct
-// program: it enters their signature. The v/w variants' sizes differ by rank.
-bool bytes_agree(Fn b) {
-  switch (b) {
-    case Fn::Allreduce: case Fn::Reduce: case Fn::Bcast: case Fn::Allgather: case Fn::Gather:
-    case Fn::Scatter: case Fn::Reduce_scatter_block: case Fn::Alltoall: case Fn::Scan: case Fn::Exscan:
-      return true;
-    default:
-      return false;
-  }
-}
+// program: it enters their signature (interposer/api.txt's flag agree).
+bool bytes_agree(Fn b) { return kFnBytesAgree[static_cast<int>(b)]; }
 
 uint64_t signature(int fn, int root, uint64_t bytes) {
   const Fn b = base_of(static_cast<Fn>(fn));
