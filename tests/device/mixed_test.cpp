@@ -105,29 +105,38 @@ std::vector<float> floats(size_t n, int salt) {
 const int kCounts[] = {0, 1, 7};
 constexpr int kLarge = 65537;
 
-class Mixed : public testing::TestWithParam<int> {
- protected:
-  static void SetUpTestSuite() {
-    if (const char* late = std::getenv("FAKE_GPU_LATE")) {
-      // MPI_COMM_WORLD's context is built (and agrees on "no GPU") at its first collective ...
-      int one = 1, sum = 0;
-      ASSERT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
-      ASSERT_EQ(sum, size_of(MPI_COMM_WORLD));
-      // ... then the program loads its GPU runtime, as `import torch` after MPI_Init does.
-      ASSERT_NE(dlopen(late, RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
-      usleep(250 * 1000);  // past libhier's re-probe interval (100 ms)
-      comms().push_back(MPI_COMM_NULL);
-      ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &comms().back()), MPI_SUCCESS);  // agrees with the runtime present
-    }
+// The communicators every test runs on: MPI_COMM_WORLD, and with FAKE_GPU_LATE one made after
+// the runtime was loaded.
+std::vector<MPI_Comm>& comms() {
+  static std::vector<MPI_Comm> c{MPI_COMM_WORLD};
+  return c;
+}
+
+// Before any test (after MPI_Init): with FAKE_GPU_LATE, the runtime arrives late.
+class LateRuntime : public testing::Environment {
+ public:
+  void SetUp() override {
+    const char* late = std::getenv("FAKE_GPU_LATE");
+    if (!late) return;
+    // MPI_COMM_WORLD's context is built (and agrees on "no GPU") at its first collective ...
+    int one = 1, sum = 0;
+    ASSERT_EQ(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    ASSERT_EQ(sum, size_of(MPI_COMM_WORLD));
+    // ... then the program loads its GPU runtime, as `import torch` after MPI_Init does.
+    ASSERT_NE(dlopen(late, RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+    usleep(250 * 1000);  // past libhier's re-probe interval (100 ms)
+    comms().push_back(MPI_COMM_NULL);
+    ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &comms().back()), MPI_SUCCESS);  // agrees with the runtime present
   }
-  static void TearDownTestSuite() {
+  void TearDown() override {
     for (size_t i = 1; i < comms().size(); ++i) MPI_Comm_free(&comms()[i]);
     comms().resize(1);
   }
-  static std::vector<MPI_Comm>& comms() {
-    static std::vector<MPI_Comm> c{MPI_COMM_WORLD};
-    return c;
-  }
+};
+testing::Environment* const kLateRuntime = testing::AddGlobalTestEnvironment(new LateRuntime);
+
+class Mixed : public testing::TestWithParam<int> {
+ protected:
   const Pattern& pattern() const { return kPatterns[GetParam()]; }
   bool sdev(MPI_Comm c) const { return pattern().send_dev(rank_of(c)); }
   bool rdev(MPI_Comm c) const { return pattern().recv_dev(rank_of(c)); }
