@@ -5,9 +5,9 @@
  * (mpi_yield_when_idle); MPICH's ch4 has no setting for it (MPIR_CVAR_POLLS_BEFORE_YIELD=1 and
  * UCX_TLS=self,sm changed nothing, measured: bench/RESULTS.md, "Test suite time").
  * This wrapper gives the core away after a poll that found nothing, which makes the MPICH tests
- * 3-5x faster on 2 cores; what the MPI computes and in which order is unchanged (progress is
- * still driven by the same calls). cmake/HierTesting.cmake adds it to every MPICH test's
- * LD_PRELOAD (cache option HIER_TEST_YIELD, ON by default). */
+ * 3.5x faster on 2 cores (1.4-9x per test); what the MPI computes and in which order is
+ * unchanged (progress is still driven by the same calls). cmake/HierTesting.cmake adds it to
+ * every MPICH test's LD_PRELOAD (cache option HIER_TEST_YIELD, ON by default). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <sched.h>
