@@ -5,7 +5,7 @@
 # Included before any component so that every target can depend on hier_generated.
 set(_gen ${CMAKE_BINARY_DIR}/generated)
 set(_families coll icoll p2p request dtype comm init)
-set(_outputs ${_gen}/hier/fn.hpp)
+set(_outputs ${_gen}/hier/fn.hpp ${_gen}/hier/coll_entry.inc)
 foreach(f IN LISTS _families)
   list(APPEND _outputs ${_gen}/wrap_${f}.cpp ${_gen}/fwrap_${f}.cpp)
 endforeach()

@@ -10,6 +10,9 @@ has a row must be that row's.
 
 Outputs, into the directory given as argv[2]:
   hier/fn.hpp            enum Fn (one entry per wrapped function and per _c variant) + metadata
+                         (its family, its base function, the diag columns: agree, all)
+  hier/coll_entry.inc    (with COLLECTIVES_DEF) the executor's entry point of every rewritten
+                         collective, exec::<key>, declared from its blocking function's prototype
   wrap_<family>.cpp      extern "C" C wrappers: guard -> family dispatch in src/core -> PMPI
   fwrap_<family>.cpp     Fortran wrappers (compiled for Open MPI only, whose Fortran bindings
                          call PMPI_* directly; MPICH's Fortran calls the C MPI_* symbols)
@@ -114,8 +117,14 @@ def gen_fn_header(funcs):
     out += ["};\n", "// The function a large-count variant belongs to (itself otherwise).",
             "inline constexpr Fn kFnBase[] = {"]
     out += [f"  Fn::{f.short[:-2] if f.large else f.short}," for f in funcs]
-    out += ["};\n", "constexpr Fn base_of(Fn f) { return kFnBase[static_cast<int>(f)]; }",
-            "}  // namespace hier\n"]
+    out += ["};\n", "constexpr Fn base_of(Fn f) { return kFnBase[static_cast<int>(f)]; }\n",
+            ]
+    for flag, name, what in (("agree", "kFnBytesAgree", "the call's bytes are the same on every rank of a correct program"),
+                             ("all", "kFnWaitsForAll", "no rank leaves the call before every rank has entered it")):
+        out += [f"// api.txt's flag {flag}: {what}.", f"inline constexpr bool {name}[] = {{"]
+        out += [f"  {'true' if flag in f.flags else 'false'}," for f in funcs]
+        out += ["};\n"]
+    out += ["}  // namespace hier\n"]
     return "\n".join(out)
 
 
@@ -346,6 +355,17 @@ def check_collectives(funcs, def_path):
     return bad
 
 
+def gen_coll_entries(funcs, def_path):
+    """exec::<key>(the blocking function's parameters, MPI_Request* req = nullptr) per row."""
+    by_name = {f.short: f for f in funcs if not f.large}
+    out = [HEADER.replace("interposer/api.txt", "interposer/api.txt and src/config/collectives.def"),
+           "// Included inside namespace hier::exec by exec/entry.hpp (which defines Ran).", ""]
+    for _name, key, blocking, _nb, _p in COLL_ROW.findall(Path(def_path).read_text()):
+        params = ", ".join(p.decl() for p in by_name[blocking].params)
+        out.append(f"std::optional<Ran> {key}({params}, MPI_Request* req = nullptr);")
+    return "\n".join(out) + "\n"
+
+
 def main():
     if len(sys.argv) not in (3, 4):
         sys.exit("usage: generate.py API_TXT OUTDIR [COLLECTIVES_DEF]")
@@ -357,6 +377,8 @@ def main():
             sys.exit("generate.py: " + bad[0] + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
     (outdir / "hier").mkdir(parents=True, exist_ok=True)
     files = {outdir / "hier" / "fn.hpp": gen_fn_header(funcs)}
+    if len(sys.argv) == 4:
+        files[outdir / "hier" / "coll_entry.inc"] = gen_coll_entries(funcs, sys.argv[3])
     for fam in sorted(set(f.family for f in funcs)):
         files[outdir / f"wrap_{fam}.cpp"] = gen_c_wrappers(funcs, fam)
         files[outdir / f"fwrap_{fam}.cpp"] = gen_f_wrappers(funcs, fam)

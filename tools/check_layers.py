@@ -67,7 +67,8 @@ MODULES = {"gpu": "the GPU backend modules (libhier-cuda.so, libhier-hip.so, lib
 # The generated header hier/fn.hpp (enum Fn of interposer/api.txt) and who may include it.
 GENERATED = "hier"
 GENERATED_USERS = {"diag": "per-function statistics and the watchdog's call names",
-                   "core": "the wrappers' dispatch"}
+                   "core": "the wrappers' dispatch",
+                   "exec": "the entry points' prototypes (hier/coll_entry.inc, from api.txt and collectives.def)"}
 # Headers internal to their layer: no other layer, tool or test includes them.
 INTERNAL = {"exec/request_engine.hpp", "exec/quant_call.hpp"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+["<](([a-z_]+)/[^">]+)[">]', re.M)

@@ -2,13 +2,15 @@
 // with or without libhier preloaded; it only calls MPI_* (so libhier sees every timed call) and
 // uses PMPI_* for its own bookkeeping (so the report counts only the benchmarked calls).
 //
-//   hier-bench [--colls allreduce,allgather,reduce_scatter_block,reduce,bcast,alltoall,barrier]
+//   hier-bench [--colls KEY,...]  (default: every collective of src/config/collectives.def)
 //              [--min BYTES] [--max BYTES] [--step F] [--iters N] [--warmup N] [--max-iters-bytes B]
 //              [--csv FILE] [--json FILE] [--label TEXT]
 //
+// The collectives are the table's keys (src/config/collectives.def): hier-bench refuses to start
+// where a row has no case here, so a new collective is benchmarked from its first build.
 // Size semantics (per rank, float32 elements): allreduce / reduce / bcast: the whole buffer;
-// reduce_scatter_block: the input buffer (each rank keeps size/P); allgather / alltoall: the
-// block per peer. Per size: warm-up, then iterations; each iteration's time is the maximum
+// reduce_scatter(_block): the input buffer (each rank keeps size/P); allgather(v) / alltoall /
+// gather / scatter: the block per rank (rooted ones at rank 0). Per size: warm-up, then iterations; each iteration's time is the maximum
 // over ranks; the table shows the median and the minimum of those. Every result is checked
 // against the exact expected value (inputs are small integers, so float sums are exact).
 #include <mpi.h>
@@ -19,13 +21,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace {
 
+// The table's keys, in its order.
+const std::vector<std::string> kTableKeys = {
+#define HIER_COLL(name, key, ...) #key,
+#include "config/collectives.def"
+};
+
 struct Options {
-  std::vector<std::string> colls{"allreduce", "allgather", "reduce_scatter_block", "reduce", "bcast", "alltoall", "barrier"};
+  std::vector<std::string> colls = kTableKeys;
   size_t min_bytes = 8, max_bytes = size_t(1) << 24, step = 2;
   int iters = 20, warmup = 3;
   size_t iters_scale_bytes = size_t(1) << 20;  // above this size, iterations shrink to keep runs short
@@ -86,32 +96,34 @@ Options parse(int argc, char** argv) {
 }
 
 // Runs one collective once; returns whether the result is exactly right.
+struct Case;
+using Runner = std::function<void(Case&)>;
+const std::map<std::string, Runner>& runners();
+
 struct Case {
   std::string coll;
   size_t n;  // float elements (see size semantics above)
   std::vector<float> send, recv;
+  std::vector<int> counts, displs;  // the v-variants: n per rank
 
   Case(const std::string& c, size_t bytes) : coll(c), n(std::max<size_t>(1, bytes / sizeof(float))) {
     size_t send_n = n, recv_n = n;
-    if (coll == "allgather") recv_n = n * g_size;
+    if (coll == "allgather" || coll == "allgatherv" || coll == "gather") recv_n = n * g_size;
+    if (coll == "scatter") send_n = n * g_size;
     if (coll == "alltoall") send_n = recv_n = n * g_size;
-    if (coll == "reduce_scatter_block") { n = std::max<size_t>(g_size, n - n % g_size); send_n = n; recv_n = n / g_size; }
+    if (coll == "reduce_scatter_block" || coll == "reduce_scatter") {
+      n = std::max<size_t>(g_size, n - n % g_size);
+      send_n = n;
+      recv_n = n / g_size;
+    }
     send.resize(send_n);
     recv.resize(recv_n);
     for (size_t i = 0; i < send_n; ++i) send[i] = value(g_rank, i);
+    const int each = static_cast<int>(coll == "reduce_scatter" ? n / g_size : n);
+    for (int r = 0; r < g_size; ++r) counts.push_back(each), displs.push_back(r * each);
   }
 
-  void run() {
-    const int cnt = static_cast<int>(n);
-    if (coll == "allreduce") MPI_Allreduce(send.data(), recv.data(), cnt, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else if (coll == "reduce") MPI_Reduce(send.data(), recv.data(), cnt, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    else if (coll == "bcast") MPI_Bcast(g_rank == 0 ? send.data() : recv.data(), cnt, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    else if (coll == "allgather") MPI_Allgather(send.data(), cnt, MPI_FLOAT, recv.data(), cnt, MPI_FLOAT, MPI_COMM_WORLD);
-    else if (coll == "alltoall") MPI_Alltoall(send.data(), cnt, MPI_FLOAT, recv.data(), cnt, MPI_FLOAT, MPI_COMM_WORLD);
-    else if (coll == "reduce_scatter_block")
-      MPI_Reduce_scatter_block(send.data(), recv.data(), cnt / g_size, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    else if (coll == "barrier") MPI_Barrier(MPI_COMM_WORLD);
-  }
+  void run() { runners().at(coll)(*this); }
 
   bool check() const {
     auto sum_at = [&](size_t i) {
@@ -123,19 +135,38 @@ struct Case {
       for (size_t i = 0; i < n; ++i) if (recv[i] != sum_at(i)) return false;
     } else if (coll == "bcast" && g_rank != 0) {
       for (size_t i = 0; i < n; ++i) if (recv[i] != value(0, i)) return false;
-    } else if (coll == "allgather") {
+    } else if (coll == "allgather" || coll == "allgatherv" || (coll == "gather" && g_rank == 0)) {
       for (int r = 0; r < g_size; ++r)
         for (size_t i = 0; i < n; ++i) if (recv[r * n + i] != value(r, i)) return false;
+    } else if (coll == "scatter") {
+      for (size_t i = 0; i < n; ++i) if (recv[i] != value(0, g_rank * n + i)) return false;
     } else if (coll == "alltoall") {
       for (int r = 0; r < g_size; ++r)
         for (size_t i = 0; i < n; ++i) if (recv[r * n + i] != value(r, g_rank * n + i)) return false;
-    } else if (coll == "reduce_scatter_block") {
+    } else if (coll == "reduce_scatter_block" || coll == "reduce_scatter") {
       const size_t k = n / g_size;
       for (size_t i = 0; i < k; ++i) if (recv[i] != sum_at(g_rank * k + i)) return false;
     }
     return true;
   }
 };
+
+const std::map<std::string, Runner>& runners() {
+  static const std::map<std::string, Runner> m = {
+      {"allreduce", [](Case& c) { MPI_Allreduce(c.send.data(), c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }},
+      {"reduce", [](Case& c) { MPI_Reduce(c.send.data(), c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD); }},
+      {"bcast", [](Case& c) { MPI_Bcast(g_rank == 0 ? c.send.data() : c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, 0, MPI_COMM_WORLD); }},
+      {"allgather", [](Case& c) { MPI_Allgather(c.send.data(), static_cast<int>(c.n), MPI_FLOAT, c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, MPI_COMM_WORLD); }},
+      {"allgatherv", [](Case& c) { MPI_Allgatherv(c.send.data(), static_cast<int>(c.n), MPI_FLOAT, c.recv.data(), c.counts.data(), c.displs.data(), MPI_FLOAT, MPI_COMM_WORLD); }},
+      {"alltoall", [](Case& c) { MPI_Alltoall(c.send.data(), static_cast<int>(c.n), MPI_FLOAT, c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, MPI_COMM_WORLD); }},
+      {"reduce_scatter_block", [](Case& c) { MPI_Reduce_scatter_block(c.send.data(), c.recv.data(), static_cast<int>(c.n) / g_size, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }},
+      {"reduce_scatter", [](Case& c) { MPI_Reduce_scatter(c.send.data(), c.recv.data(), c.counts.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }},
+      {"gather", [](Case& c) { MPI_Gather(c.send.data(), static_cast<int>(c.n), MPI_FLOAT, c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, 0, MPI_COMM_WORLD); }},
+      {"scatter", [](Case& c) { MPI_Scatter(c.send.data(), static_cast<int>(c.n), MPI_FLOAT, c.recv.data(), static_cast<int>(c.n), MPI_FLOAT, 0, MPI_COMM_WORLD); }},
+      {"barrier", [](Case&) { MPI_Barrier(MPI_COMM_WORLD); }},
+  };
+  return m;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -169,6 +200,17 @@ int main(int argc, char** argv) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &g_size);
   const Options o = parse(argc, argv);
+  // Every row of the table has a case here, and every name asked for is one of them.
+  for (const std::string& k : kTableKeys)
+    if (!runners().count(k)) {
+      if (g_rank == 0) std::fprintf(stderr, "hier-bench: collectives.def's %s has no case in hier_bench.cpp\n", k.c_str());
+      PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  for (const std::string& k : o.colls)
+    if (!runners().count(k)) {
+      if (g_rank == 0) std::fprintf(stderr, "hier-bench: --colls %s: not a collective of src/config/collectives.def\n", k.c_str());
+      PMPI_Abort(MPI_COMM_WORLD, 2);
+    }
   std::vector<Row> rows;
   bool all_valid = true;
   if (g_rank == 0) std::printf("# hier-bench %s: %d ranks\n%-22s %12s %12s %12s %6s %6s\n", o.label.c_str(), g_size, "collective", "bytes", "median_us", "min_us", "iters", "valid");

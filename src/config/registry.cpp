@@ -194,6 +194,16 @@ std::string apply_watchdog(const std::string& v, Config& c) {
   return {};
 }
 
+// HIER_ALGO's allowed values name every collective of the table (config/collectives.def).
+const char* algo_allowed() {
+  static const std::string s = [] {
+    std::string out = "auto|flat|hier, or collective=auto|flat|hier,... (collectives: ";
+    for (size_t i = 0; i < kCollKeys.size(); ++i) out += (i ? ", " : "") + std::string(kCollKeys[i]);
+    return out + ")";
+  }();
+  return s.c_str();
+}
+
 const VarSpec kVars[] = {
   {"HIER_DISABLE", "0", "0 or 1", "Pure passthrough: every call goes straight to the MPI library (the baseline for comparisons).",
    [](const std::string& v, Config& c) { return parse_bool(v, c.disable); }, true},
@@ -221,7 +231,7 @@ const VarSpec kVars[] = {
      c.gpu_module = l == "auto" || l == "off" ? l : s;
      return std::string();
    }},  // a local choice: the packed bytes are the same either way
-  {"HIER_ALGO", "auto", "auto|flat|hier, or collective=auto|flat|hier,... (collectives: allreduce, reduce_scatter_block, reduce_scatter, allgather, allgatherv, bcast, reduce, barrier, alltoall)",
+  {"HIER_ALGO", "auto", algo_allowed(),
    "Algorithm per collective; auto lets the planner choose.",
    [](const std::string& v, Config& c) { return parse_per_coll<Algo>(v, c.algo, algo_from, "algorithm"); }, true},
   {"HIER_CHUNK", "auto", "auto, off (0), or a size in bytes with an optional k/m/g suffix (e.g. 4m)",

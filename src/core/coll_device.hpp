@@ -142,6 +142,31 @@ inline Shape shape(Tag<Fn::Alltoall> tag, const void*& sb, int& sc, MPI_Datatype
   return s;
 }
 
+// Gather / scatter: exec::may_rewrite is asked in bytes (every rank's block has the same
+// bytes, each rank knowing them from its own side: exec::gather, exec::scatter).
+inline int64_t bytes_of(int n, MPI_Datatype t) {
+  int size = 0;
+  return t != MPI_DATATYPE_NULL && PMPI_Type_size(t, &size) == MPI_SUCCESS ? int64_t{n} * size : -1;
+}
+inline Shape shape(Tag<Fn::Gather> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+                   MPI_Datatype& rt, int& root, MPI_Comm& c) {
+  const int size = comm_size(c);
+  const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
+  Shape s{tag, MPI_BYTE, b < 0 ? -1 : b * size, c};
+  s.add(sb, sc, st, false);
+  s.add(slot(rb), int64_t{rc} * size, rt, true, root);
+  return s;
+}
+inline Shape shape(Tag<Fn::Scatter> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+                   MPI_Datatype& rt, int& root, MPI_Comm& c) {
+  const int size = comm_size(c);
+  const int64_t b = rb == MPI_IN_PLACE ? bytes_of(sc, st) : bytes_of(rc, rt);
+  Shape s{tag, MPI_BYTE, b < 0 ? -1 : b * size, c};
+  s.add(sb, int64_t{sc} * size, st, false, root);
+  s.add(slot(rb), rc, rt, true);
+  return s;
+}
+
 // Host copies of this rank's device buffers, swapped into the arguments; copied back (the
 // written ones) by finish(). For a rank with device buffers on a communicator that runs host
 // schedules: the MPI is not GPU-aware, or the runtime was loaded after the agreement.

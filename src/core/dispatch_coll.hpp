@@ -62,8 +62,12 @@ std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
 template <Fn B, class Fwd, class... Args>
 Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
   if (kind == device::MemKind::Host) return passthrough(fwd);
-  if (device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware) || exec::persistent_init_scope()) {
+  if (device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware)) {
     device::note_untouched(kind, config::coll_key(s.coll));
+    return passthrough(fwd);
+  }
+  if (exec::persistent_init_scope()) {  // host copies would be gone at MPI_Start: the MPI's own handling
+    device::note_untouched(kind, "passed");
     return passthrough(fwd);
   }
   coll_device::Staged staged(s);

@@ -143,16 +143,32 @@ namespace {
 std::mutex g_count_mu;
 std::map<std::string, uint64_t> g_device_calls, g_managed_calls;  // per call family
 
+// The path of a call family, from its key (note_untouched): "staged..." copied to host memory
+// by libhier, "passed..." handed to an MPI that did not say it takes device pointers, any other
+// handed to one that did (GPU-aware).
+const char* path_of(const std::string& key) {
+  if (key.rfind("staged", 0) == 0) return "staged";
+  if (key.rfind("passed", 0) == 0) return "passed";
+  return "gpu_aware";
+}
+
+nlohmann::json counts(const std::map<std::string, uint64_t>& calls) {
+  uint64_t total = 0;
+  nlohmann::json by_call = nlohmann::json::object(), by_path = {{"staged", 0}, {"gpu_aware", 0}, {"passed", 0}};
+  for (const auto& [k, n] : calls) {
+    by_call[k] = n;
+    by_path[path_of(k)] = by_path[path_of(k)].get<uint64_t>() + n;
+    total += n;
+  }
+  return {{"calls", total}, {"by_call", by_call}, {"by_path", by_path}};
+}
+
 std::string report() {
   std::lock_guard<std::mutex> lk(g_count_mu);
   nlohmann::json j;
   j["runtime"] = to_string(static_cast<Runtime>(pointer_detail::g_runtime.load()));
-  uint64_t dev = 0, man = 0;
-  nlohmann::json d = nlohmann::json::object(), m = nlohmann::json::object();
-  for (const auto& [k, n] : g_device_calls) d[k] = n, dev += n;
-  for (const auto& [k, n] : g_managed_calls) m[k] = n, man += n;
-  j["device"] = {{"calls", dev}, {"by_call", d}};
-  j["managed"] = {{"calls", man}, {"by_call", m}};
+  j["device"] = counts(g_device_calls);
+  j["managed"] = counts(g_managed_calls);
   return j.dump();
 }
 }  // namespace

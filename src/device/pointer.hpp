@@ -57,7 +57,10 @@ const char* to_string(Runtime r);
 
 // Counts a call that libhier left to the MPI (or staged through it) because of a device or
 // managed buffer, for the finalize report's "device" section. `what` is a short call family
-// name ("allreduce", "send", "pack", ...), a string literal.
+// name ("allreduce", "send", "pack", ...), a string literal, whose prefix says the path the
+// buffer took (the section's by_path): "staged..." copied to host memory by libhier,
+// "passed..." handed as is to an MPI that did not say it takes device pointers, any other
+// handed to a GPU-aware one.
 void note_untouched(MemKind k, const char* what);
 
 }  // namespace hier::device

@@ -4,6 +4,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "diag/c4_class.hpp"
 #include "diag/ranks_text.hpp"
 #include "hier/fn.hpp"
 
@@ -50,7 +51,7 @@ int pick_investigator(int me, const std::function<std::vector<bool>(const std::v
   return me;
 }
 
-HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatus>& ms) {
+HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatus>& ms, double completed_after_s) {
   using nlohmann::json;
   const uint64_t key = call.key, seq = call.seq;
   const int size = static_cast<int>(call.world.size());
@@ -74,11 +75,13 @@ HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatu
   out.lines.push_back(buf);
   std::string wl;
   int n_waiting = 0;
+  C4Evidence ev;  // where each member was, for the class
   for (const MemberStatus& m : ms) {
     const std::string host = clean_text(m.host, 64), fn = clean_text(m.fn, 64), site = clean_text(m.site),
                       doing = clean_text(m.doing);
     if (waiting_in(m, key, seq)) {
       ++n_waiting;
+      ev.members.emplace_back(m.world, Whereabouts::InCall);
       sigs[sig_text(fn, m.count, m.root)].push_back(m.world);
       jw.push_back({{"rank", m.world}, {"host", host}, {"pid", m.pid}, {"call", fn}, {"count", m.count},
                     {"root", m.root}, {"call_site", site}, {"waited_ms", m.elapsed_ms}});
@@ -91,31 +94,38 @@ HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatu
       case MemberStatus::Gone:
         what = "gone (its side channel is closed: the process exited or was killed)";
         e["state"] = "gone";
+        ev.members.emplace_back(m.world, Whereabouts::Gone);
         break;
       case MemberStatus::NoAnswer:
         what = "not responding (stopped?): its side channel accepts but does not answer";
         e["state"] = "not_responding";
+        ev.members.emplace_back(m.world, Whereabouts::Stopped);
         break;
       case MemberStatus::Unreachable:
         what = "not responding (stopped?): its side channel cannot be reached (node down?)";
         e["state"] = "not_responding";
+        ev.members.emplace_back(m.world, Whereabouts::Unreachable);
         break;
       case MemberStatus::Ok: {
         const uint64_t done = m.seq_on_comm;
         if (m.in_call && m.call_key == key && m.call_seq > seq) {
           what = "already past this call, in " + fn + " #" + std::to_string(m.call_seq) + " at " + site;
           e["state"] = "ahead";
+          ev.members.emplace_back(m.world, Whereabouts::Ahead);
         } else if (done >= seq) {
           what = "already left this call (it started " + std::to_string(done) + " collectives on this communicator)";
           e["state"] = "ahead";
+          ev.members.emplace_back(m.world, Whereabouts::Ahead);
         } else if (m.in_call) {
           what = "in " + fn + " on another communicator at " + site + " (" + std::to_string(m.elapsed_ms) + " ms)";
           e["state"] = "in_other_collective";
+          ev.members.emplace_back(m.world, Whereabouts::InOtherCollective);
           e["call"] = fn;
           e["call_site"] = site;
         } else {
           what = doing;
           e["state"] = "not_arrived";
+          ev.members.emplace_back(m.world, m.in_mpi ? Whereabouts::InOtherMpiCall : Whereabouts::OutsideMpi);
           e["doing"] = doing;
           if (!site.empty()) e["call_site"] = site;
         }
@@ -150,6 +160,23 @@ HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatu
     }
     out.lines.push_back(mm);
     j["mismatch"] = jmm;
+  }
+  ev.mismatch = sigs.size() > 1;
+  const C4Verdict at_report = classify_hang(ev);
+  out.lines.push_back(std::string("  class: ") + c4_text(at_report.cls) + ": " + at_report.basis);
+  j["class"] = c4_key(at_report.cls);
+  j["class_basis"] = at_report.basis;
+  if (completed_after_s >= 0) {
+    ev.completed_after_s = completed_after_s;
+    const C4Verdict now = classify_hang(ev);
+    j["reported_class"] = j["class"];
+    j["class"] = c4_key(now.cls);
+    j["class_basis"] = now.basis;
+    j["completed_after_s"] = completed_after_s;
+    std::snprintf(buf, sizeof buf, "ENDED: %s #%llu, reported above as a %s, is %s classed %s: ", fn_name(call.fn),
+                  static_cast<unsigned long long>(seq), c4_text(at_report.cls),
+                  now.cls == at_report.cls ? "still" : "now", c4_text(now.cls));
+    out.completed_line = buf + now.basis;
   }
   out.json = j.dump(2, ' ', false, json::error_handler_t::replace);
   return out;

@@ -27,6 +27,7 @@ struct MemberStatus {
   int root = -1;
   long elapsed_ms = 0;
   std::string site, doing;     // file:line of the call / what the main thread does when not in one
+  bool in_mpi = false;         // not in a collective, but its main thread's stack shows another MPI call
 };
 
 // A collective's signature as kept per sequence number: function (its blocking base), count, root.
@@ -47,13 +48,18 @@ struct HangCall {
 bool waiting_in(const MemberStatus& m, uint64_t key, uint64_t seq);
 
 struct HangReport {
-  std::vector<std::string> lines;  // the WARN lines, first the HANG: line
+  std::vector<std::string> lines;  // the WARN lines, first the HANG: line, last its C4 class
+  std::string completed_line;      // completed_after_s >= 0: the WARN line (ENDED: ...) with the class now
   std::string json;                // libhier-hang/1, always valid JSON (invalid UTF-8 replaced)
 };
 
 // `members`: one answer per member, in communicator order. Every missing member gets one state:
-// not_arrived, in_other_collective, ahead, not_responding or gone.
-HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatus>& members);
+// not_arrived, in_other_collective, ahead, not_responding or gone. The report carries C4's class
+// (c4_class.hpp) of that evidence; `completed_after_s` >= 0: the call completed after the report,
+// this long after it began (the watchdog rebuilds the report then: the class becomes the slow one,
+// the class at the report is kept as `reported_class`).
+HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatus>& members,
+                             double completed_after_s = -1);
 
 // Who asks everyone and writes the report: the lowest-indexed member waiting in the call. Member
 // `me` (waiting) asks `waiting_at(indices)` whether members below it wait in the same call, lowest

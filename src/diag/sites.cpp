@@ -20,6 +20,7 @@
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/ranks_text.hpp"
+#include "diag/c4_class.hpp"
 #include "diag/straggler.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
@@ -81,16 +82,8 @@ inline uint64_t mix(uint64_t x) {  // splitmix64's finalizer
 }
 
 // Collectives whose message size (the report's bytes) is the same on every rank of a correct
-// program: it enters their signature. The v/w variants' sizes differ by rank.
-bool bytes_agree(Fn b) {
-  switch (b) {
-    case Fn::Allreduce: case Fn::Reduce: case Fn::Bcast: case Fn::Allgather: case Fn::Gather:
-    case Fn::Scatter: case Fn::Reduce_scatter_block: case Fn::Alltoall: case Fn::Scan: case Fn::Exscan:
-      return true;
-    default:
-      return false;
-  }
-}
+// program: it enters their signature (interposer/api.txt's flag agree).
+bool bytes_agree(Fn b) { return kFnBytesAgree[static_cast<int>(b)]; }
 
 uint64_t signature(int fn, int root, uint64_t bytes) {
   const Fn b = base_of(static_cast<Fn>(fn));
@@ -385,7 +378,9 @@ std::string stragglers_json(const std::vector<unsigned char>& all, size_t rec, i
   const StragglerResult res = find_stragglers(sites);
   nlohmann::json found = nlohmann::json::array();
   for (const Straggler& f : res.ranks) {
-    found.push_back({{"rank", f.rank},
+    // A persistent late arrival: C4's non-communication slow, in the hang reports' vocabulary.
+    found.push_back({{"class", c4_key(C4Class::NonCommunicationSlow)},
+                     {"rank", f.rank},
                      {"function", fn_name(f.fn)},
                      {"site", f.site},
                      {"calls", f.calls},

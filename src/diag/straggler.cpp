@@ -5,15 +5,8 @@
 
 namespace hier::diag {
 
-bool waits_for_all(Fn b) {
-  switch (b) {
-    case Fn::Allreduce: case Fn::Allgather: case Fn::Allgatherv: case Fn::Alltoall: case Fn::Alltoallv:
-    case Fn::Alltoallw: case Fn::Barrier: case Fn::Reduce_scatter: case Fn::Reduce_scatter_block:
-      return true;
-    default:
-      return false;
-  }
-}
+// interposer/api.txt's flag all.
+bool waits_for_all(Fn b) { return kFnWaitsForAll[static_cast<int>(b)]; }
 
 namespace {
 

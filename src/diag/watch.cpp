@@ -40,6 +40,21 @@ namespace {
 constexpr int kMaxSlots = 64;
 constexpr int kMaxComms = 4096;
 
+// The watchdog's name for one call: (slot address, generation) for a blocking call, (0, start id)
+// for a collective request.
+using CallId = std::pair<uintptr_t, uint64_t>;
+
+// A hang this rank reported, watched until its call completes (then the report is rebuilt with
+// the completion time, which turns its class into the slow one) or the rank finalizes.
+struct OpenHang {
+  CallId id;
+  uint64_t t0 = 0;
+  HangCall call;
+  std::vector<MemberStatus> members;
+  size_t index = 0;  // into State::hangs
+  std::string path;  // the hang file ("": none)
+};
+
 struct State {
   double limit_s = 0;
   int rank = -1, size = 0;
@@ -59,6 +74,7 @@ struct State {
   std::atomic<bool> investigating{false};
   std::mutex hangs_mu;
   std::vector<std::string> hangs;  // JSON texts of the reports this rank wrote
+  std::vector<OpenHang> open_hangs;  // reports whose call had not completed yet
 };
 
 State* g = nullptr;  // never freed: the watchdog thread may outlive finalize at exit
@@ -242,7 +258,7 @@ std::string clean(const std::string& s) { return clean_text(s); }
 const char* fn_name(int fn) { return fn >= 0 && fn < static_cast<int>(Fn::Count) ? kFnNames[fn] : "?"; }
 
 // This rank's answer to "where are you with communicator `key`?": tab-separated fields.
-//  known seq_on_comm sig_at_asked_seq in_call fn call_key call_seq count root elapsed_ms site doing
+//  known seq_on_comm sig_at_asked_seq in_call fn call_key call_seq count root elapsed_ms site doing in_mpi
 // (rank and pid travel in the side channel's own header). `brief`: only whether and where this
 // rank is in a collective, without reading its stack or starting addr2line.
 std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
@@ -265,11 +281,11 @@ std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
       if (v.comm->key == key && v.seq == asked_seq) cv = v;
     const std::string site = brief || !cv.ra ? "" : where::describe(where::resolve({cv.ra})[0]);
     o << 1 << '\t' << fn_name(cv.fn) << '\t' << cv.comm->key << '\t' << cv.seq << '\t' << cv.count << '\t' << cv.root
-      << '\t' << (now_ns() - cv.t0) / 1000000 << '\t' << clean(site) << '\t' << "";
+      << '\t' << (now_ns() - cv.t0) / 1000000 << '\t' << clean(site) << '\t' << "" << '\t' << 0;
     return o.str();
   }
   o << 0 << '\t' << "" << '\t' << 0 << '\t' << 0 << '\t' << -1 << '\t' << -1 << '\t' << 0 << '\t';
-  if (brief) return o.str() + "\t";
+  if (brief) return o.str() + "\t\t0";
   // Not in a collective: what the main thread is doing, and where in the program.
   // A blocked thread can be caught in a short run (a signal, a restarted sleep): look again.
   where::ThreadLook t = where::look_at_thread(g->main_tid);
@@ -294,13 +310,13 @@ std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
   doing += ", main thread " + t.state;
   if (!t.syscall.empty()) doing += " in " + t.syscall + "()";
   if (!site.empty()) doing += " at " + site;
-  o << clean(site) << '\t' << clean(doing);
+  o << clean(site) << '\t' << clean(doing) << '\t' << (mpi_call.empty() ? 0 : 1);
   return o.str();
 }
 
 bool parse_status(const std::string& line, MemberStatus& m) {
   const std::vector<std::string> f = util::split(line, '\t');
-  if (f.size() != 12) return false;
+  if (f.size() != 13) return false;
   m.known = f[0] == "1";
   m.seq_on_comm = std::strtoull(f[1].c_str(), nullptr, 10);
   m.sig_at_seq = std::strtoull(f[2].c_str(), nullptr, 10);
@@ -313,6 +329,7 @@ bool parse_status(const std::string& line, MemberStatus& m) {
   m.elapsed_ms = std::atol(f[9].c_str());
   m.site = f[10];
   m.doing = f[11];
+  m.in_mpi = f[12] == "1";
   return true;
 }
 
@@ -372,10 +389,16 @@ std::vector<MemberStatus> query_all(const CommWatch& w, const std::vector<int>& 
   return ms;
 }
 
+void write_hang_file(const std::string& path, const std::string& json) {
+  std::string err;
+  if (!path.empty() && !util::write_file_replacing(path, json + "\n", err))
+    HIER_WARN("watchdog", "cannot write the hang report '%s' (%s)", path.c_str(), err.c_str());
+}
+
 // A collective of this rank has waited past the limit. Only the lowest member waiting in the same
 // call asks everyone and writes the report (pick_investigator: a few brief questions to lower
-// members decide it); the others stay quiet.
-void investigate(const CallView& cv) {
+// members decide it); the others stay quiet. The report stays open until its call completes.
+void investigate(const CallView& cv, CallId id) {
   CommWatch* w = cv.comm;
   const uint64_t key = w->key, seq = cv.seq;
   int me = -1;
@@ -405,37 +428,72 @@ void investigate(const CallView& cv) {
   call.world = w->world;
   const HangReport rep = build_hang_report(call, ms);
   for (const std::string& l : rep.lines) log::write(config::LogLevel::Warn, "watchdog", __FILE__, __LINE__, "%s", l.c_str());
+  const std::string path = g->report_dir.empty() ? ""
+      : g->report_dir + "/hier-hang-" + std::to_string(g->rank) + "-" + std::to_string(seq) + ".json";
   {
     std::lock_guard<std::mutex> lk(g->hangs_mu);
     g->hangs.push_back(rep.json);
-  }
-  if (!g->report_dir.empty()) {
-    const std::string path = g->report_dir + "/hier-hang-" + std::to_string(g->rank) + "-" + std::to_string(seq) + ".json";
-    std::string err;
-    if (!util::write_file_replacing(path, rep.json + "\n", err))
-      HIER_WARN("watchdog", "cannot write the hang report '%s' (%s)", path.c_str(), err.c_str());
+    // Written under the lock: a completion seen meanwhile by the watchdog thread rewrites it after.
+    write_hang_file(path, rep.json);
+    g->open_hangs.push_back({id, cv.t0, std::move(call), ms, g->hangs.size() - 1, path});
   }
 }
 
+// Whether the call `id` still runs: its slot still shows that generation active, or its request
+// is still waited for.
+bool still_running(CallId id) {
+  if (id.first) {
+    const CallView v = read_slot(*reinterpret_cast<CallSlot*>(id.first));
+    return v.active && v.gen == id.second;
+  }
+  for (const PendingCall& p : waiting_requests())
+    if (p.id == id.second) return true;
+  return false;
+}
+
+// The reported calls that completed since the last tick: each report is rebuilt with the time the
+// call took (known to within a tick), logged in one line and written again.
+void check_open_hangs() {
+  std::lock_guard<std::mutex> lk(g->hangs_mu);
+  for (size_t i = 0; i < g->open_hangs.size();) {
+    OpenHang& h = g->open_hangs[i];
+    if (still_running(h.id)) {
+      ++i;
+      continue;
+    }
+    const double took = static_cast<double>(now_ns() - h.t0) / 1e9;
+    const HangReport rep = build_hang_report(h.call, h.members, took);
+    log::write(config::LogLevel::Warn, "watchdog", __FILE__, __LINE__, "%s", rep.completed_line.c_str());
+    g->hangs[h.index] = rep.json;
+    write_hang_file(h.path, rep.json);
+    g->open_hangs.erase(g->open_hangs.begin() + static_cast<long>(i));
+  }
+}
+
+struct Investigation {
+  CallView cv;
+  CallId id;
+};
+
 void* investigate_main(void* p) {
-  auto* cv = static_cast<CallView*>(p);
+  auto* inv = static_cast<Investigation*>(p);
   try {
-    investigate(*cv);
+    investigate(inv->cv, inv->id);
   } catch (const std::exception& e) {  // never std::terminate in someone else's job
     HIER_WARN("watchdog", "hang investigation failed: %s", e.what());
   } catch (...) {
     HIER_WARN("watchdog", "hang investigation failed");
   }
-  delete cv;
+  delete inv;
   g->investigating.store(false);
   return nullptr;
 }
 
 // Starts the investigation of `cv` on a thread of its own (the watchdog keeps watching). false:
 // one is still running (try again at the next tick).
-bool start_investigation(const CallView& cv) {
+bool start_investigation(const CallView& cv, CallId id) {
   if (g->investigating.exchange(true)) return false;
-  auto* arg = new CallView(cv);
+  auto* arg = new Investigation{cv, id};
   pthread_t th;
   pthread_attr_t at;
   pthread_attr_init(&at);
@@ -449,19 +507,18 @@ bool start_investigation(const CallView& cv) {
 }
 
 void watch_loop() {
-  // Calls already investigated: (slot address, generation) for blocking calls, (0, start id) for
-  // collective requests.
-  std::set<std::pair<uintptr_t, uint64_t>> handled;
+  std::set<CallId> handled;  // calls already investigated
   const uint64_t limit_ns = static_cast<uint64_t>(g->limit_s * 1e9);
   const int tick_ms = std::clamp(static_cast<int>(g->limit_s * 1000 / 8), 20, 250);
   auto overdue = [&](const CallView& cv, uint64_t t) { return cv.active && cv.comm && cv.t0 <= t && t - cv.t0 >= limit_ns; };
-  auto consider = [&](const CallView& cv, std::pair<uintptr_t, uint64_t> id) {
+  auto consider = [&](const CallView& cv, CallId id) {
     if (!handled.insert(id).second) return;
-    if (!start_investigation(cv)) handled.erase(id);
+    if (!start_investigation(cv, id)) handled.erase(id);
   };
   for (;;) {
     pollfd p{g->stop_pipe[0], POLLIN, 0};
     if (poll(&p, 1, tick_ms) > 0) break;
+    check_open_hangs();
     const uint64_t t = now_ns();
     const int ns = g->n_slots.load(std::memory_order_acquire);
     for (int i = 0; i < ns; ++i) {
@@ -528,6 +585,11 @@ void watch_finalize() {
   const char c = 'x';
   if (write(g->stop_pipe[1], &c, 1) == 1) pthread_join(g->thread, nullptr);
   g->thread_started = false;
+  // A reported call that completed since the last tick (a program that finalizes soon after it).
+  try {
+    check_open_hangs();
+  } catch (...) {
+  }
   channel::stop();
 }
 

@@ -1,4 +1,4 @@
-// Allgather, Allgatherv, Bcast, Alltoall, Barrier: byte schedules. The schedules move bytes;
+// Allgather, Allgatherv, Bcast, Alltoall, Barrier, Gather, Scatter: byte schedules. The schedules move bytes;
 // the user's datatypes only matter where data enters and leaves (dense types are used in place,
 // others are packed/unpacked with PMPI_Pack/Unpack). Decisions use byte counts only, which the
 // MPI standard makes equal on every rank, never a rank's own datatype.
@@ -317,6 +317,138 @@ std::optional<Ran> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   b.scratch = mem->scratch;
   b.blocks = &blocks;
   return run(s, *p->ctx->levels, b);
+}
+
+namespace {
+
+// Gather and scatter: every rank's block has the same bytes (the type signatures match), which
+// each rank computes from its own arguments: a gather's send side (the root's receive side in
+// place), a scatter's receive side (the root's send side in place). The root's user blocks go
+// through UserBlocks (StoreBlock / LoadBlock); the other ranks' own block is their send buffer
+// (gather) or receive buffer (scatter), packed or unpacked in staging when not dense.
+struct Rooted {
+  int size = 0, rank = 0;
+  bool is_root = false, in_place = false;
+  TypeInfo mine;  // the type of this rank's own block
+  int64_t count = 0, b = 0;
+};
+std::optional<Rooted> rooted(Coll coll, const void* own_buf, int own_count, MPI_Datatype own_type,
+                             int other_count, MPI_Datatype other_type, int root, MPI_Comm comm) {
+  Rooted x;
+  x.size = comm_size(comm);
+  if (x.size < 2 || root < 0 || root >= x.size) return std::nullopt;  // PMPI reports a bad root
+  PMPI_Comm_rank(comm, &x.rank);
+  x.is_root = x.rank == root;
+  x.in_place = x.is_root && own_buf == MPI_IN_PLACE;
+  x.mine = x.in_place ? type_info(other_type) : type_info(own_type);
+  x.count = x.in_place ? other_count : own_count;
+  if (!x.mine.ok || x.count <= 0) return std::nullopt;
+  x.b = x.count * x.mine.size;
+  if (x.b * x.size > INT_MAX || !may_rewrite(coll, MPI_BYTE, x.b * x.size)) return std::nullopt;
+  return x;
+}
+
+}  // namespace
+
+std::optional<Ran> gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                          MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* req) {
+  auto x = rooted(Coll::Gather, sendbuf, sendcount, sendtype, recvcount, recvtype, root, comm);
+  if (!x) return std::nullopt;
+  auto p = prepare(Coll::Gather, x->b * x->size, comm, 1, req != nullptr);
+  if (!p) return std::nullopt;
+  const int64_t b = x->b;
+  // Staging for my block is reserved whatever my type's layout (see gather_all).
+  auto sp = schedule(
+      *p, {static_cast<uint8_t>(Coll::Gather), p->plan.algo, false, false, root, b, {}},
+      [&](int) { return sched::build_gather(p->ctx->levels->shape, x->rank, b, root); },
+      [&](const sched::Schedule& s) { return memory(*p, s.scratch, b).has_value(); });
+  if (!sp) return std::nullopt;
+  const sched::Schedule& s = *sp;
+  const TypeInfo rt = x->is_root ? type_info(recvtype) : x->mine;
+  if (!rt.ok || (x->is_root && int64_t{recvcount} * rt.size != b)) return std::nullopt;  // PMPI reports it
+  const TypeInfo& st = x->mine;
+  const char* src = x->in_place ? static_cast<const char*>(recvbuf) + int64_t{root} * recvcount * rt.extent
+                                : static_cast<const char*>(sendbuf);
+  if (req) {  // nonblocking: the request owns the types, blocks and memory
+    auto r = typed_request(Coll::Gather, *p, sp, st, rt);
+    char* m = request_scratch(*r, s.scratch + (st.dense ? 0 : b), nullptr);
+    if (!m) return MPI_ERR_NO_MEM;
+    if (!st.dense) {  // packed at every start
+      char* staging = m + s.scratch;
+      r->before = [src, n = x->count, staging, info = &r->st] { return pack(src, n, *info, staging); };
+      src = staging;
+    }
+    if (x->is_root)
+      r->blocks = std::make_unique<UserBlocks>(nullptr, 0, r->st, static_cast<char*>(recvbuf), r->t, nullptr, nullptr,
+                                               recvcount);
+    r->b.send = src;
+    r->b.scratch = m;
+    r->b.blocks = r->blocks.get();
+    return start_request(std::move(r), req);
+  }
+  auto mem = memory(*p, s.scratch, st.dense ? 0 : b);
+  if (!mem) return MPI_ERR_NO_MEM;
+  if (!st.dense) {
+    if (int rc = pack(src, x->count, st, mem->staging); rc != MPI_SUCCESS) return rc;
+    src = mem->staging;
+  }
+  UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount);
+  Binding bd;
+  bd.send = src;
+  bd.scratch = mem->scratch;
+  bd.blocks = &blocks;
+  return run(s, *p->ctx->levels, bd);
+}
+
+std::optional<Ran> scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                           MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* req) {
+  auto x = rooted(Coll::Scatter, recvbuf, recvcount, recvtype, sendcount, sendtype, root, comm);
+  if (!x) return std::nullopt;
+  auto p = prepare(Coll::Scatter, x->b * x->size, comm, 1, req != nullptr);
+  if (!p) return std::nullopt;
+  const int64_t b = x->b;
+  // Only the root may pass MPI_IN_PLACE, and may in one call and not the next: the key leaves
+  // it out and the root keeps both forms (as the reduce's).
+  auto sp = schedule(
+      *p, {static_cast<uint8_t>(Coll::Scatter), p->plan.algo, false, false, root, b, {}},
+      [&](int v) { return sched::build_scatter(p->ctx->levels->shape, x->rank, b, root, v == 1); },
+      [&](const sched::Schedule& s) { return memory(*p, s.scratch, b).has_value(); }, x->in_place ? 1 : 0,
+      x->is_root);
+  if (!sp) return std::nullopt;
+  const sched::Schedule& s = *sp;
+  const TypeInfo st = x->is_root ? type_info(sendtype) : x->mine;
+  if (!st.ok || (x->is_root && int64_t{sendcount} * st.size != b)) return std::nullopt;  // PMPI reports it
+  const TypeInfo& rt = x->mine;
+  // My block lands in the receive buffer, or in staging to be unpacked (not the root in place).
+  const bool staged = !x->in_place && !rt.dense;
+  if (req) {
+    auto r = typed_request(Coll::Scatter, *p, sp, st, rt);
+    char* m = request_scratch(*r, s.scratch + (staged ? b : 0), nullptr);
+    if (!m) return MPI_ERR_NO_MEM;
+    r->b.recv = x->in_place ? nullptr : staged ? m + s.scratch : static_cast<char*>(recvbuf);
+    if (staged)
+      r->after = [from = m + s.scratch, n = x->count, recvbuf, info = &r->t] { return unpack(from, n, *info, recvbuf); };
+    if (x->is_root) {
+      auto blocks = std::make_unique<UserBlocks>(static_cast<const char*>(sendbuf), sendcount * st.extent, r->st,
+                                                 nullptr, r->t, nullptr, nullptr, 0);
+      blocks->send_count_ = sendcount;
+      r->blocks = std::move(blocks);
+    }
+    r->b.scratch = m;
+    r->b.blocks = r->blocks.get();
+    return start_request(std::move(r), req);
+  }
+  auto mem = memory(*p, s.scratch, staged ? b : 0);
+  if (!mem) return MPI_ERR_NO_MEM;
+  UserBlocks blocks(static_cast<const char*>(sendbuf), sendcount * st.extent, st, nullptr, rt, nullptr, nullptr, 0);
+  blocks.send_count_ = sendcount;
+  Binding bd;
+  bd.recv = x->in_place ? nullptr : staged ? mem->staging : static_cast<char*>(recvbuf);
+  bd.scratch = mem->scratch;
+  bd.blocks = &blocks;
+  const int rc = run(s, *p->ctx->levels, bd);
+  if (rc == MPI_SUCCESS && staged) return unpack(mem->staging, x->count, rt, recvbuf);
+  return rc;
 }
 
 }  // namespace hier::exec

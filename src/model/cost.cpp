@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -58,21 +59,14 @@ double binomial_scatter(double n, int64_t m, const Net& net) {
 
 }  // namespace
 
+// The table's Op column (config/collectives.def).
 Op op_of(config::Coll c) {
-  using config::Coll;
-  switch (c) {
-    case Coll::Allreduce: return Op::Allreduce;
-    case Coll::ReduceScatterBlock:
-    case Coll::ReduceScatter: return Op::ReduceScatter;
-    case Coll::Allgather:
-    case Coll::Allgatherv: return Op::Allgather;
-    case Coll::Bcast: return Op::Bcast;
-    case Coll::Reduce: return Op::Reduce;
-    case Coll::Barrier: return Op::Barrier;
-    case Coll::Alltoall:
-    case Coll::Count: break;
-  }
-  return Op::Alltoall;
+  static constexpr Op kOps[] = {
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, ...) Op::op,
+#include "config/collectives.def"
+  };
+  static_assert(std::size(kOps) == static_cast<size_t>(config::Coll::Count));
+  return kOps[static_cast<size_t>(c)];
 }
 
 double FlatNet::round(int inside, int crossing, double bytes) const {

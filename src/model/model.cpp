@@ -77,7 +77,7 @@ Algo Model::flat_algorithm(config::Coll coll, int64_t bytes) const {
     if (bytes < r.below_bytes) return r.algo;
   // The table's FlatDefault column (config/collectives.def).
   static constexpr Algo kDefault[] = {
-#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, quantized, flat) Algo::flat,
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, quantized, flat, ...) Algo::flat,
 #include "config/collectives.def"
   };
   static_assert(std::size(kDefault) == static_cast<size_t>(config::Coll::Count));

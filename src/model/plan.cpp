@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 #include "model/cost.hpp"
@@ -16,36 +17,24 @@ namespace {
 using config::Coll;
 using sched::Algorithm;
 
+// The table's Cartesian and AnyShape columns (config/collectives.def).
 std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
-  switch (c) {
-    case Coll::Allreduce:
-      if (s.cartesian) return {Algorithm::RsArAg, Algorithm::TreeAllreduce};
-      return {Algorithm::TreeAllreduce};
-    case Coll::ReduceScatterBlock:
-    case Coll::ReduceScatter:
-      if (s.cartesian) return {Algorithm::RsLevels};
-      return {};
-    case Coll::Allgather:
-    case Coll::Allgatherv:
-      if (s.cartesian) return {Algorithm::AgLevels};
-      return {};
-    case Coll::Bcast:
-      if (s.cartesian) return {Algorithm::ScatterAllgather, Algorithm::TwoStep};
-      return {Algorithm::Tree};
-    case Coll::Reduce:
-      if (s.cartesian) return {Algorithm::RsReduceGather, Algorithm::TwoStep};
-      return {Algorithm::Tree};
-    case Coll::Barrier: return {Algorithm::Tree};
-    case Coll::Alltoall:
-      if (s.cartesian) return {Algorithm::TwoPhase};
-      return {};
-    case Coll::Count: break;
-  }
-  return {};
+#define HIER_ALGOS(...) __VA_ARGS__
+  using enum Algorithm;
+  static const std::vector<Algorithm> kCartesian[] = {
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any) {HIER_ALGOS cartesian},
+#include "config/collectives.def"
+  };
+  static const std::vector<Algorithm> kAny[] = {
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any) {HIER_ALGOS any},
+#include "config/collectives.def"
+  };
+#undef HIER_ALGOS
+  static_assert(std::size(kCartesian) == static_cast<size_t>(Coll::Count));
+  return (s.cartesian ? kCartesian : kAny)[static_cast<size_t>(c)];
 }
 
-
-// The schedule of `rank` for the call in `chunks` chunks (bcast and reduce rooted at rank 0).
+// The schedule of `rank` for the call in `chunks` chunks (the rooted ones rooted at rank 0).
 sched::Schedule build_one(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
   const int64_t es = std::max<int64_t>(call.elem_size, 1);
   const int64_t units = call.bytes / es;
@@ -62,6 +51,8 @@ sched::Schedule build_one(const Call& call, const topo::Shape& s, int rank, Algo
     case Coll::Reduce: return sched::build_reduce(s, rank, units, 0, false, a);
     case Coll::Barrier: return sched::build_barrier(s, rank);
     case Coll::Alltoall: return sched::build_alltoall(s, rank, call.bytes / s.size);
+    case Coll::Gather: return sched::build_gather(s, rank, call.bytes / s.size, 0);
+    case Coll::Scatter: return sched::build_scatter(s, rank, call.bytes / s.size, 0, false);
     case Coll::Count: break;
   }
   return {};

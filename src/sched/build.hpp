@@ -23,7 +23,7 @@ enum class Algorithm : uint8_t {
   AgLevels,          // allgather(v): allgather level by level, outermost first (cartesian)
   ScatterAllgather,  // bcast: scatter in the root's node, bcast across, allgather in every node
   TwoStep,           // bcast / reduce: across nodes at the root's node position, then within nodes
-  Tree,              // bcast / reduce / barrier through node leaders (any shape)
+  Tree,              // bcast / reduce / barrier / gather / scatter through node leaders (any shape)
   RsReduceGather,    // reduce: reduce-scatter in nodes, reduce across, gather in the root's node
   TwoPhase,          // alltoall: exchange within the node, then across nodes (cartesian)
 };
@@ -42,6 +42,10 @@ Schedule build_reduce(const topo::Shape& s, int rank, int64_t n, int root, bool 
 Schedule build_barrier(const topo::Shape& s, int rank);
 // block: bytes per (source, destination) pair.
 Schedule build_alltoall(const topo::Shape& s, int rank, int64_t block);
+// b: bytes of each rank's block. Tree only (sched/build_gather.cpp). `in_place`: the root passed
+// MPI_IN_PLACE as its receive buffer (scatter; a gather's root in place needs no other form).
+Schedule build_gather(const topo::Shape& s, int rank, int64_t b, int root);
+Schedule build_scatter(const topo::Shape& s, int rank, int64_t b, int root, bool in_place);
 
 // Quantized schedules (sched/build_quant.cpp) on a cartesian 2-level shape, in values of the
 // call's float / double element type (Records in bytes).

@@ -58,6 +58,11 @@ class Cache {
   Entry& insert(const Key& key);
   void erase(const Key& key) { map_.erase(key); }
   size_t size() const { return map_.size(); }
+  // Every entry, in no particular order (tests: the schedules the executor ran).
+  template <class F>
+  void each(F f) const {
+    for (const auto& [k, e] : map_) f(k, *e);
+  }
 
  private:
   static constexpr size_t kMaxEntries = 256;

@@ -1,6 +1,7 @@
 #include "topo/discover.hpp"
 
 #include <atomic>
+#include <map>
 #include <vector>
 
 #include "diag/log.hpp"
@@ -51,21 +52,6 @@ const std::vector<int>* ids_of(const Detected& d, const std::string& name) {
   return nullptr;
 }
 
-// auto: the node, and inside it the first of gpu / package / numa that splits every node evenly.
-GroupTable auto_table(const Detected& d, int size) {
-  const std::vector<int>* node = ids_of(d, "node");
-  std::vector<LevelSpec> node_only{{"node", 0, node ? *node : std::vector<int>(size, 0)}};
-  for (const char* inner : {"gpu", "package", "numa"}) {
-    const std::vector<int>* ids = ids_of(d, inner);
-    if (!ids) continue;
-    std::vector<LevelSpec> specs{{inner, 0, *ids}, node_only[0]};
-    GroupTable t = make_table(size, specs);
-    const Shape s = analyze(t);
-    if (s.cartesian && s.names.size() == 2) return t;
-  }
-  return make_table(size, node_only);
-}
-
 }  // namespace
 
 GroupTable discover(MPI_Comm comm, const config::Config& cfg, bool physical) {
@@ -78,8 +64,11 @@ GroupTable discover(MPI_Comm comm, const config::Config& cfg, bool physical) {
   };
 
   if (cfg.levels_auto) {
-    const Detected d = detect(comm, rank, size, {"gpu", "package", "numa", "node"});
-    return with_physical(auto_table(d, size), d);
+    const Detected d = detect(comm, rank, size, {"gcd", "gpu", "package", "numa", "node"});
+    std::map<std::string, std::vector<int>> known;
+    for (const std::string& name : d.names)
+      if (const std::vector<int>* ids = ids_of(d, name)) known[name] = *ids;
+    return with_physical(auto_table(size, known), d);
   }
 
   std::vector<std::string> unsized;

@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "topo/gpu_locality.hpp"
+
 namespace hier::topo {
 namespace {
 
@@ -72,17 +74,6 @@ int domain_of_cpuset(hwloc_topology_t topology, hwloc_const_cpuset_t binding, hw
   return found;
 }
 
-std::vector<std::pair<unsigned, unsigned>> gpu_pci_ids(hwloc_topology_t topology) {
-  std::vector<std::pair<unsigned, unsigned>> out;
-  for (hwloc_obj_t o = hwloc_get_next_pcidev(topology, nullptr); o; o = hwloc_get_next_pcidev(topology, o)) {
-    const auto& a = o->attr->pcidev;
-    const unsigned cls = a.class_id >> 8;
-    if ((a.vendor_id == 0x1002 || a.vendor_id == 0x10de) && (cls == 0x03 || cls == 0x12))
-      out.emplace_back(a.vendor_id, a.device_id);
-  }
-  return out;
-}
-
 namespace {
 
 // The whole machine, disallowed PUs included, so that logical indices are the same in every
@@ -102,19 +93,12 @@ hwloc_topology_t load_topology(bool pci) {
   return t;
 }
 
-// The GPUs hwloc sees on this node, probed once: their number and how many share a package.
-struct Gpus {
-  int count = 0;
-  int per_package = -1;
-};
-
-const Gpus& node_gpus() {
-  static const Gpus g = [] {
-    Gpus r;
+// The GPUs hwloc sees on this node (topo/gpu_locality.hpp), probed once.
+const std::vector<NodeGpu>& node_gpus_once() {
+  static const std::vector<NodeGpu> g = [] {
+    std::vector<NodeGpu> r;
     if (hwloc_topology_t t = load_topology(true)) {
-      const auto ids = gpu_pci_ids(t);
-      r.count = static_cast<int>(ids.size());
-      r.per_package = gpus_per_package(ids);
+      r = node_gpus(t);
       hwloc_topology_destroy(t);
     }
     return r;
@@ -125,13 +109,13 @@ const Gpus& node_gpus() {
 }  // namespace
 
 int local_domain(const std::string& kind) {
-  if (kind == "gpu") {
+  if (kind == "gpu" || kind == "gcd") {
     // Asked only when one device is visible: reading PCI devices costs more than the CPUs.
     const int device = visible_gpu(std::getenv("ROCR_VISIBLE_DEVICES"), std::getenv("HIP_VISIBLE_DEVICES"),
                                    std::getenv("CUDA_VISIBLE_DEVICES"));
     if (device < 0) return -1;
-    const Gpus& g = node_gpus();
-    return device < g.count ? gpu_package(device, g.per_package) : -1;
+    const GpuDomains d = gpu_domains(node_gpus_once(), device);
+    return kind == "gcd" ? d.gcd : d.gpu;
   }
   hwloc_obj_type_t type;
   if (kind == "package" || kind == "socket")

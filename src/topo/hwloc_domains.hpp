@@ -11,9 +11,10 @@
 
 namespace hier::topo {
 
-// An id of the `kind` domain ("gpu", "package", "numa", "socket") this process is bound to,
+// An id of the `kind` domain ("gcd", "gpu", "package", "numa", "socket") this process is in,
 // equal for processes of one node in the same domain; -1 when unknown: no hwloc, the process
 // is not bound inside one domain, or the node has only one such domain (nothing to split).
+// gcd and gpu come from the one device the process sees (topo/gpu_locality.hpp).
 // The topology is loaded once per process (lazily); docs/collectives.md, "Levels", has the rules.
 int local_domain(const std::string& kind);
 
@@ -39,11 +40,6 @@ int gpu_package(int device, int per_package);
 // `binding` (clipped to the topology's PUs); -1 when the binding is empty, spans several such
 // objects, or the topology has fewer than two of them.
 int domain_of_cpuset(hwloc_topology_t topology, hwloc_const_cpuset_t binding, hwloc_obj_type_t type);
-
-// The (vendor, device) ids of the topology's AMD and NVIDIA GPUs: PCI devices of vendor 0x1002
-// or 0x10de and class display (0x03xx) or processing accelerator (0x12xx); the topology must
-// have been loaded with PCI devices kept. A BMC's VGA (ASPEED, Matrox) is not a GPU.
-std::vector<std::pair<unsigned, unsigned>> gpu_pci_ids(hwloc_topology_t topology);
 #endif
 
 }  // namespace hier::topo

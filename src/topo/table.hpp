@@ -1,6 +1,7 @@
 // From the configured levels to a GroupTable: pure (no MPI), unit-tested.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,11 @@ struct LevelSpec {
 // Groups are computed outermost first so that every level nests inside the one above it
 // (a detected level is intersected with its parent's groups).
 GroupTable make_table(int nranks, const std::vector<LevelSpec>& specs);
+
+// HIER_LEVELS=auto from what discovery found: `detected` maps the names of the domains known on
+// every rank (node, gcd, gpu, package, numa) to every rank's id; without "node", one node.
+// The node, and inside it either the GPU levels (gcd inside gpu, or gpu alone) where they split
+// every node alike, or else the first of package / numa that does, below several nodes only.
+GroupTable auto_table(int nranks, const std::map<std::string, std::vector<int>>& detected);
 
 }  // namespace hier::topo

@@ -4,9 +4,10 @@
 # The hang watchdog across the emulated cluster's nodes (issue 14): 4 nodes x 1 rank, so that
 # every question the watchdog asks goes over the side channel between network namespaces (no
 # shared memory, no shared file system between the ranks' hosts but /tmp, where the reports
-# go). tests/diag/run_hang.py runs the fault case MODE (none, sleep, stop, split) with
-# --cluster and checks the report as on one machine: the right missing rank, its state and
-# file:line, within the limit + 5 s.
+# go). tests/diag/run_hang.py runs the fault case MODE (its CLUSTER_MODES: none, sleep, stop,
+# split and the nonblocking isleep, isleep_thread, istop, imismatch) with --cluster and checks the
+# report as on one machine: the right missing rank, its state, file:line and C4 class, within the
+# limit + 5 s.
 # Exit: 0 pass, 1 fail, 77 skip (not root, or network namespaces unavailable). The cluster is
 # always torn down.
 set -u

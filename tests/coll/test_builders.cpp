@@ -357,6 +357,60 @@ TEST(CollBuilders, Alltoall) {
   }
 }
 
+// Gather and scatter through the leaders, on every shape (uneven, interleaved nodes, leaders
+// that are not the lowest rank of the world) and every root: each block arrives where its rank
+// puts it (the root's user blocks by rank, whatever the nodes' order).
+TEST(CollBuilders, Gather) {
+  for (const auto& ns : shapes()) {
+    const int P = ns.shape.size;
+    for (int64_t b : {1, 3})
+      for (int root = 0; root < P; ++root) {
+        std::vector<Schedule> sc;
+        std::vector<RankData> d(P);
+        for (int r = 0; r < P; ++r) {
+          sc.push_back(hier::sched::build_gather(ns.shape, r, b, root));
+          for (int64_t i = 0; i < b; ++i) d[r].send.push_back(val(r, i));
+          d[r].recv_blocks.assign(P, {});
+        }
+        check(ns, sc, d, "gather block " + std::to_string(b) + " root " + std::to_string(root));
+        for (int q = 0; q < P; ++q) ASSERT_EQ(d[root].recv_blocks[q], d[q].send) << ns.name << " root " << root << " block " << q;
+        for (int r = 0; r < P; ++r)
+          for (int q = 0; q < P && r != root; ++q) ASSERT_TRUE(d[r].recv_blocks[q].empty()) << ns.name << " rank " << r;
+      }
+  }
+}
+
+TEST(CollBuilders, Scatter) {
+  for (const auto& ns : shapes()) {
+    const int P = ns.shape.size;
+    for (int64_t b : {1, 3})
+      for (int root = 0; root < P; ++root)
+        for (bool in_place : {false, true}) {
+          std::vector<Schedule> sc;
+          std::vector<RankData> d(P);
+          for (int r = 0; r < P; ++r) {
+            sc.push_back(hier::sched::build_scatter(ns.shape, r, b, root, in_place && r == root));
+            d[r].recv.assign(b, -r - 1);
+          }
+          for (int q = 0; q < P; ++q) {
+            std::vector<int64_t> blk(b);
+            for (int64_t i = 0; i < b; ++i) blk[i] = val(q, i * 7);
+            d[root].send_blocks.push_back(blk);
+          }
+          const std::string what = "scatter block " + std::to_string(b) + " root " + std::to_string(root) +
+                                   (in_place ? " in place" : "");
+          check(ns, sc, d, what);
+          for (int r = 0; r < P; ++r) {
+            if (r == root && in_place) {  // the root's receive buffer is not its to touch
+              ASSERT_EQ(d[r].recv, std::vector<int64_t>(b, -r - 1)) << ns.name << ": " << what;
+              continue;
+            }
+            ASSERT_EQ(d[r].recv, d[root].send_blocks[r]) << ns.name << ": " << what << " rank " << r;
+          }
+        }
+  }
+}
+
 // The simulator itself: a send without its receive deadlocks, overlapping source and destination
 // and out-of-range offsets are reported, and members that disagree are caught.
 TEST(CollSimulator, CatchesBrokenSchedules) {

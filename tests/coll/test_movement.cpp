@@ -1,4 +1,4 @@
-// Allgather, Allgatherv, Bcast, Alltoall, Barrier through the preloaded libhier (MPI_*) against
+// Allgather, Allgatherv, Bcast, Alltoall, Gather, Scatter, Barrier through the preloaded libhier (MPI_*) against
 // PMPI_* on the same data: receive buffers are pre-filled with the same pattern, so the whole
 // buffer (holes of non-contiguous types, gaps between allgatherv blocks) must match byte for byte.
 #include <gtest/gtest.h>
@@ -160,6 +160,69 @@ TEST(CollMovement, Alltoall) {
           EXPECT_EQ(PMPI_Alltoall(s, c, st.type, ref.data(), c, rt.type, e.comm), MPI_SUCCESS) << what;
           EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Alltoall";
         }
+}
+
+// The sweep of the rooted collectives: communicators, {send, receive} types, counts, roots,
+// the root in place or not (the same type on both sides there); a large count only once.
+struct Rooted {
+  const Env& e;
+  const MoveType &st, &rt;
+  int64_t n;
+  int root;
+  bool in_place;
+  bool ip() const { return in_place && e.rank == root; }  // only the root passes MPI_IN_PLACE
+  std::string what(const char* coll) const { return label(coll, st.name + "->" + rt.name, n, e, in_place, root); }
+};
+template <class F>
+void each_rooted(F f) {
+  MoveTypes mt;
+  for (const Env& e : comms())
+    for (const auto& [st, rt] : mt.list())
+      for (int64_t n : counts())
+        for (int root : std::set<int>{0, e.size - 1, e.size / 2, 1 % e.size})
+          for (bool in_place : {false, true}) {
+            if (in_place && st.name != rt.name) continue;
+            if (n > 100000 && (st.name != "int" || e.comm != MPI_COMM_WORLD || root != 1 % e.size)) continue;
+            f(Rooted{e, st, rt, n, root, in_place});
+          }
+}
+
+// Every rank's buffers are compared, the root's and the others' (which neither call may touch
+// where MPI ignores them: a gather's receive buffer off the root).
+TEST(CollMovement, Gather) {
+  each_rooted([](const Rooted& x) {
+    const Env& e = x.e;
+    const std::string what = x.what("gather");
+    const int c = static_cast<int>(x.n);
+    std::vector<char> send = pattern(x.n * x.st.extent, e.rank + 1);
+    std::vector<char> got = pattern(x.n * x.rt.extent * e.size, 40 + e.rank), ref = got;
+    if (x.ip()) {  // the root's block in place: the bytes `send` would carry
+      const int64_t at = x.root * x.n * x.rt.extent;
+      std::copy(send.begin(), send.begin() + x.n * x.rt.extent, got.begin() + at);
+      std::copy(send.begin(), send.begin() + x.n * x.rt.extent, ref.begin() + at);
+    }
+    const void* s = x.ip() ? MPI_IN_PLACE : send.data();
+    EXPECT_EQ(MPI_Gather(s, c, x.st.type, got.data(), c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
+    EXPECT_EQ(PMPI_Gather(s, c, x.st.type, ref.data(), c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
+    EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Gather on rank " << e.rank;
+  });
+}
+
+TEST(CollMovement, Scatter) {
+  each_rooted([](const Rooted& x) {
+    const Env& e = x.e;
+    const std::string what = x.what("scatter");
+    const int c = static_cast<int>(x.n);
+    // The root's send buffer holds every block; the others' is never read.
+    std::vector<char> send = pattern(x.n * x.st.extent * e.size, 3 + e.rank), send_ref = send;
+    std::vector<char> got = pattern(x.n * x.rt.extent, 60 + e.rank), ref = got;
+    void* r = x.ip() ? MPI_IN_PLACE : got.data();
+    void* r_ref = x.ip() ? MPI_IN_PLACE : ref.data();
+    EXPECT_EQ(MPI_Scatter(send.data(), c, x.st.type, r, c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
+    EXPECT_EQ(PMPI_Scatter(send_ref.data(), c, x.st.type, r_ref, c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
+    EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Scatter on rank " << e.rank;
+    EXPECT_TRUE(send == send_ref) << what << ": the send buffer changed on rank " << e.rank;
+  });
 }
 
 // A barrier cannot be checked for timing here (no timing assertions); check that messages sent

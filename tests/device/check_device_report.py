@@ -42,4 +42,11 @@ algos = rep["functions"]["MPI_Allreduce"]["algorithms"]
 need = {"unaware": "hier", "unaware_quant": "hier_int8"}.get(mode)
 if need and algos.get(need, {}).get("calls", 0) < 1:
     sys.exit(f"{path}: no MPI_Allreduce ran as {need}: {json.dumps(algos)}")
+# The same calls by path: staged through host copies, handed to the GPU-aware MPI, or passed as is
+# to an MPI that is not GPU-aware (none in these runs), adding up to the calls.
+by_path = dev["device"].get("by_path", {})
+staged_calls = sum(n for k, n in by_call.items() if k.startswith("staged"))
+want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls, "passed": 0}
+if by_path != want_path or (mode.startswith("unaware") and by_path["gpu_aware"]):
+    sys.exit(f"{path}: by_path {by_path}, expected {want_path}")
 print(f"{path}: {dev['device']['calls']} device calls: {by_call}; MPI_Allreduce: {algos}")

@@ -229,3 +229,12 @@ FAKE_PMPI(PMPI_Unpack, (const void* in, int size, int* pos, void* out, int n, MP
           (in, size, pos, out, n, t, c))
 
 }  // extern "C"
+
+// The nonblocking collectives mixed_test.cpp gives device pointers on a GPU-aware MPI: the MPI
+// may move data when the call starts, not only in MPI_Wait.
+extern "C" {
+FAKE_PMPI(PMPI_Iallreduce,
+          (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q),
+          (s, r, n, t, op, c, q))
+FAKE_PMPI(PMPI_Ibcast, (void* b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request* q), (b, n, t, root, c, q))
+}  // extern "C"

@@ -12,13 +12,28 @@ static void fault_marker(int rank, const char* what) {
   fflush(stdout);
 }
 
+/* cslow: a sum whose first application in each process takes g_op_secs, so that every rank
+ * arrives at the allreduce and the time goes inside the collective (a slow reduction, to the
+ * watchdog the same evidence as a slow link). */
+static int g_op_secs = 0;
+static void slow_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
+  static int slept = 0;
+  int i;
+  (void)type;
+  if (!slept) {
+    slept = 1;
+    sleep((unsigned)g_op_secs); /* SITE:slow_op */
+  }
+  for (i = 0; i < *len; ++i) ((double*)inout)[i] += ((double*)in)[i];
+}
+
 int main(int argc, char** argv) {
   int provided = 0;
-  if (getenv("HANG_INIT_THREAD")) /* HIER_PROGRESS=thread needs MPI_THREAD_MULTIPLE */
+  const char* mode = argc > 1 ? argv[1] : "none";
+  if (!strcmp(mode, "isleep_thread")) /* HIER_PROGRESS=thread needs MPI_THREAD_MULTIPLE */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   else
     MPI_Init(&argc, &argv);
-  const char* mode = argc > 1 ? argv[1] : "none";
   const int secs = argc > 2 ? atoi(argv[2]) : 4;
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -100,6 +115,14 @@ int main(int argc, char** argv) {
     MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:pwait */
     MPI_Request_free(&req);
 #endif
+  } else if (!strcmp(mode, "cslow")) {
+    /* Communication slow: every rank in the allreduce, which takes `secs` inside the MPI. */
+    MPI_Op op;
+    MPI_Op_create(slow_sum, 1, &op);
+    g_op_secs = secs;
+    if (rank == 0) fault_marker(rank, "slow-op");
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, op, MPI_COMM_WORLD); /* SITE:allreduce_cslow */
+    MPI_Op_free(&op);
   } else if (!strcmp(mode, "stop")) {
     if (rank == victim) {
       fault_marker(rank, "stop");

@@ -7,7 +7,13 @@ does. The job then ends as it would without libhier (a clean exit where the prog
 killed by this script where it would hang forever).
 
 usage: run_hang.py --mpi openmpi|mpich --mpiexec PATH --lib libhier.so --exe hang --src hang.c MODE
-MODE: none sleep stop kill mismatch split hostile symlink isleep isleep_thread itest
+MODE: none sleep stop kill mismatch split cslow hostile symlink isleep isleep_thread itest istop imismatch ipersist
+  Each checks C4's class in the report (docs/diagnostics.md "The four classes"): mismatch,
+    imismatch: communication hang; kill: non-communication hang; the sleep and stop cases:
+    non-communication hang, then, when the late rank arrives, the ENDED line and the file's class
+    non-communication slow;
+  cslow: every rank in an MPI_Allreduce whose reduction operator takes LIMIT + 2 s once: no missing
+    rank, communication hang at the report, communication slow when it ends;
   isleep, itest: the sleep case with MPI_Iallreduce + MPI_Wait (a loop of MPI_Test): the report
     names the collective, the waiting ranks at their MPI_Wait / MPI_Test line, the sleeping rank;
   isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE);
@@ -35,6 +41,9 @@ from hostile import attack_side_channels
 
 LIMIT = 2.0
 NP = 4
+# The modes tests/cluster/hang.sh runs (the others need launcher options: kill's recovery; or add
+# nothing there: hostile, symlink, itest, ipersist, cslow test the same code as their neighbours).
+CLUSTER_MODES = ("none", "sleep", "stop", "split", "isleep", "isleep_thread", "istop", "imismatch")
 
 
 def strip_genv(cmd, name):
@@ -52,6 +61,24 @@ def strip_genv(cmd, name):
     return out
 
 
+def check_hier_report(tmp, j):
+    """tools/hier-report on the run's directory names the hang's class, and counts it."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "hier-report")
+    h = subprocess.run(["/usr/bin/python3", tool, tmp], capture_output=True, text=True, timeout=60)
+    print(h.stdout)
+    text = lambda c: c.replace("_", " ").replace("non ", "non-")
+    want = f"    class: {text(j['class'])}"
+    if j.get("reported_class"):
+        want += f" (reported as a {text(j['reported_class'])}, completed after {j['completed_after_s']:.2f} s)"
+    lines = h.stdout.splitlines()
+    if h.returncode != 0 or not any(l.startswith(want + ": ") for l in lines):
+        fail(f"hier-report (rc {h.returncode}) does not give the hang's class: {want!r}")
+    # (The finalize reports can add stragglers: 4 ranks on fewer cores give real arrival skew.)
+    classes = [l for l in lines if l.startswith("C4 classes: ")]
+    if len(classes) != 1 or not re.search(rf"[:;] {text(j['class'])} \d+ \(1 hang report[,)]", classes[0]):
+        fail(f"hier-report's C4 classes line does not count the hang: {classes}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpi", required=True)
@@ -65,13 +92,13 @@ def main():
                     "channel across the links")
     ap.add_argument("mode")
     a = ap.parse_args()
-    if a.cluster and a.mode not in ("none", "sleep", "stop", "split"):
+    if a.cluster and a.mode not in CLUSTER_MODES:
         fail(f"mode {a.mode} is not run on the cluster (it needs launcher options)")
 
     tmp = tempfile.mkdtemp(prefix=f"hier-hang-{a.mode}-")
     env_vars = {"LD_PRELOAD": a.lib, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
-    if a.mode == "isleep_thread":
-        env_vars.update({"HIER_PROGRESS": "thread", "HANG_INIT_THREAD": "1"})
+    if a.mode == "isleep_thread":  # (hang.c asks for MPI_THREAD_MULTIPLE in this mode)
+        env_vars["HIER_PROGRESS"] = "thread"
     if a.mode == "hostile":
         env_vars["HIER_DEBUG"] = "INFO"  # each rank logs its side channel's addresses
     planted = {}  # symlink -> its target, which must stay untouched
@@ -97,7 +124,8 @@ def main():
         if a.mode == "kill":
             cmd += ["-disable-auto-cleanup"]
     cmd += a.launcher.split()
-    sleep_s = str(int(LIMIT) + 4)
+    # The fault lasts past the report (limit + at most 1.2 s measured under load) with a margin.
+    sleep_s = str(int(LIMIT) + (2 if a.mode == "cslow" else 3))
     go = f"{tmp}/go"
     cmd += ["-n", str(NP), a.exe, a.mode, sleep_s, go]
     env = dict(os.environ)
@@ -169,9 +197,11 @@ def main():
             break  # without libhier this job would hang: end it as a user would
         if a.cluster and a.mpi == "mpich":
             # MPICH 4.0.2 over UCX's TCP transport can hang in MPI_Finalize after the work is
-            # done, without libhier too (docs/minicluster.md): DONE and 10 s more count as the end.
+            # done, without libhier too (docs/minicluster.md): DONE (rank 0's, and the fault over:
+            # in the split case rank 0 is done before the sleeper wakes) and 3 s more count as the
+            # end (libhier's reports are written before the MPI's own finalize).
             t_done, _ = find(lambda l: l.startswith("DONE "))
-            if t_done and time.monotonic() > t_done + 10:
+            if t_done and time.monotonic() > max(t_done, (t_fault or 0) + float(sleep_s)) + 3:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 finalize_hang = True
@@ -218,6 +248,9 @@ def main():
             if os.stat(path).st_mode & 0o777 != 0o600:
                 fail(f"{path} has mode {oct(os.stat(path).st_mode & 0o777)}, expected 0600")
     hang_lines = [l for _, s, l in lines if "HANG:" in l]
+    # The watchdog's log lines: "libhier[0] WARN watchdog[ file:line]: MESSAGE".
+    class_lines = [l.split(":   class: ", 1)[1] for _, s, l in lines if "WARN watchdog" in l and ":   class: " in l]
+    ended_lines = [l.split(": ENDED: ", 1)[1] for _, s, l in lines if "WARN watchdog" in l and ": ENDED: " in l]
     files = hang_files()
 
     if not expect_hang:
@@ -237,8 +270,8 @@ def main():
             fail(f"without libhier the killed job exits 0, with it rc={rc}")
         print(f"PASS: kill (the launcher ends the job at the death, with and without libhier: rc {rc} / {b.returncode})")
         return
-    if len(hang_lines) != 1 or len(files) != 1:
-        fail(f"expected exactly one hang report, got {len(hang_lines)} lines and files {files}")
+    if len(hang_lines) != 1 or len(files) != 1 or len(class_lines) != 1:
+        fail(f"expected exactly one hang report with its class, got {len(hang_lines)} lines, {class_lines}, files {files}")
     if t_fault is None:
         fail("no FAULT marker")
     delay = t_report - t_fault
@@ -248,6 +281,7 @@ def main():
     with open(files[0]) as f:
         j = json.load(f)
     print(json.dumps(j, indent=1))
+    check_hier_report(tmp, j)
     victim = 1 if a.mode != "split" else NP - 1
     waiting = {w["rank"]: w for w in j["waiting"]}
     missing = {m["rank"]: m for m in j["missing"]}
@@ -255,6 +289,19 @@ def main():
     def expect(cond, what):
         if not cond:
             fail(what)
+
+    def expect_class(at_report, basis, final):
+        """C4's class: the report's line, the file's class now, and the ENDED line where it changed."""
+        expect(class_lines[0] == f"{at_report.replace('_', ' ').replace('non ', 'non-')}: {basis}",
+               f"class at the report: {class_lines[0]!r}, expected {at_report} ({basis})")
+        expect(j["class"] == final, f"the report's class is {j['class']}, expected {final}")
+        if final == at_report:
+            expect(not ended_lines and "reported_class" not in j, f"the call did not end: {ended_lines}")
+            return
+        expect(j.get("reported_class") == at_report and j["completed_after_s"] >= j["waited_s"],
+               f"the report rewritten when the call ended: {j.get('reported_class')} {j.get('completed_after_s')}")
+        expect(len(ended_lines) == 1 and f"is now classed {final.replace('_', ' ').replace('non ', 'non-')}: "
+               in ended_lines[0], f"one ENDED line naming {final}: {ended_lines}")
 
     if a.mode in ("mismatch", "imismatch"):
         i = a.mode == "imismatch"
@@ -274,8 +321,22 @@ def main():
         if 1 in waiting:
             want = tuple(site_line(a.src, m) for m in (("ibcast_mm", "iwait_mm") if i else ("bcast",)))
             expect(waiting[1]["call_site"].startswith(want), f"rank 1 call site {waiting[1]}")
+        expect_class("communication_hang", "the members called different collectives at this sequence number",
+                     "communication_hang")
         # The job would hang without libhier; this script ended it.
         print("PASS: mismatch reported")
+        return
+
+    if a.mode == "cslow":
+        want = site_line(a.src, "allreduce_cslow")
+        expect(j["collective"] == "MPI_Allreduce" and not missing and sorted(waiting) == list(range(NP)),
+               f"every rank waiting in the allreduce: {sorted(waiting)}, missing {list(missing)}")
+        for r, w in waiting.items():
+            expect(w["call_site"].startswith(want), f"rank {r} call site {w['call_site']}, expected {want}")
+        expect_class("communication_hang", f"every member reached the call ({NP} in it) and it does not complete",
+                     "communication_slow")
+        expect(rc == 0 and "DONE" in out, f"the job must finish normally: rc={rc}")
+        print("PASS: cslow")
         return
 
     kind = "sleep" if a.mode in ("hostile", "symlink") else a.mode
@@ -297,11 +358,16 @@ def main():
         sl = site_line(a.src, {"sleep": "sleep", "split": "sleep_split", "ipersist": "psleep"}.get(kind, "isleep"))
         expect(sl in m["what"] and "not in MPI" in m["what"], f"missing rank's activity {m['what']}, expected {sl}")
         expect(rc == 0 and "DONE" in out, f"the job must finish normally after the sleep: rc={rc}")
+        expect_class("non_communication_hang", f"never reached the call: rank {victim} not in MPI", "non_communication_slow")
     elif kind in ("stop", "istop"):
         expect(m["state"] == "not_responding" and "stopped?" in m["what"], f"state {m}")
         expect(rc == 0 and "DONE" in out, f"the job must finish after SIGCONT: rc={rc}")
+        expect_class("non_communication_hang", f"never reached the call: rank {victim} not responding (stopped?)",
+                     "non_communication_slow")
     elif kind == "kill":
         expect(m["state"] == "gone", f"state {m}")
+        expect(class_lines[0] == f"non-communication hang: never reached the call: rank {victim} gone"
+               and j["class"] == "non_communication_hang", f"class {class_lines} / {j['class']}")
     print(f"PASS: {a.mode}")
 
 

@@ -101,6 +101,8 @@ def main():
         if any(x["others_lost_s"] >= 0.5 * by_lost[0]["others_lost_s"] for x in by_lost[1:]):
             fail(f"another straggler cost nearly as much as the sleeper: {named}")
         s = by_lost[0]
+        if s.get("class") != "non_communication_slow":
+            fail(f"the straggler's C4 class is {s.get('class')}, expected non_communication_slow")
         # 12 sleeps of 40 ms: each of the 2 others lost most of that.
         if not (0.2 < s["others_lost_s"] < 5):
             fail(f"time lost waiting {s['others_lost_s']} s, expected about 2 x 12 x 40 ms")
@@ -153,13 +155,19 @@ def main():
     for want in ("Per MPI function", "MPI_Allreduce", slow_site, even_site, "Hangs: none"):
         if want not in out:
             fail(f"hier-report output lacks '{want}'")
-    strag = [l for l in out.splitlines() if l.startswith("  rank ") and "arrived last" in l]
+    strag = [l for l in out.splitlines() if l.startswith("  non-communication slow: rank ") and "arrived last" in l]
+    classes = [l for l in out.splitlines() if l.startswith("C4 classes: ")]
     if a.mode in ("slow", "watchdog"):
         if not strag or f"rank {NP - 1} " not in strag[0] or slow_site not in strag[0]:
-            fail(f"hier-report must name rank {NP - 1} at {slow_site}: {strag}")
+            fail(f"hier-report must name rank {NP - 1} at {slow_site} as non-communication slow: {strag}")
+        want = f"C4 classes: non-communication slow {len(named)} ({len(named)} straggler{'s' if len(named) > 1 else ''})"
+        if classes != [want]:
+            fail(f"hier-report's classes line {classes}, expected {want!r}")
     elif a.mode == "none" and not named:  # (what the tool prints of scheduler skew: above)
         if strag or "Stragglers: none" not in out:
             fail(f"hier-report named a straggler in a run without one: {strag}")
+        if classes != ["C4 classes: none (no hang, no straggler)"]:
+            fail(f"hier-report's classes line {classes} in a run without a hang or straggler")
     if a.mode in ("mismatch", "extra") and "MISMATCH" not in out:
         fail("hier-report does not show the mismatch")
     try:

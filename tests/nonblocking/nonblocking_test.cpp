@@ -449,6 +449,61 @@ TEST(Ialltoall, ExactCountsAndTypes) {
   MPI_Type_free(&strided);
 }
 
+// MPI_Igather / MPI_Iscatter against PMPI_Gather / PMPI_Scatter, byte for byte: counts 0, 1,
+// prime, large; a dense type and a derived one (gaps stay as they were); every root kind (first,
+// last, middle); the root in place; outstanding with an allreduce, completed by each completion call.
+TEST(Irooted, GatherScatterExact) {
+  MPI_Comm c = MPI_COMM_WORLD;
+  const int rank = rank_of(c), size = size_of(c);
+  MPI_Datatype strided;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &strided);  // 2 ints of 3: extent 12, size 8
+  MPI_Type_commit(&strided);
+  struct T {
+    MPI_Datatype t;
+    const char* name;
+  };
+  const T types[] = {{MPI_INT, "int"}, {strided, "vector(2,1,2) int"}};
+  int salt = 0;
+  for (const T& ty : types)
+    for (int n : {0, 1, 13, 40000})
+      for (int root : {0, size - 1, size / 2})
+        for (bool in_place : {false, true})
+          for (bool scatter : {false, true}) {
+            MPI_Aint lb = 0, ext = 0;
+            MPI_Type_get_extent(ty.t, &lb, &ext);
+            const size_t all = static_cast<size_t>(n) * size * static_cast<size_t>(ext) + 16;
+            const size_t one = static_cast<size_t>(n) * static_cast<size_t>(ext) + 16;
+            const bool ip = in_place && rank == root;
+            // gather: `in` my block, `got` everything (the root's); scatter: the mirror.
+            std::vector<char> in(scatter ? all : one), got(scatter ? one : all, 0x5A), ref(got.size(), 0x5A);
+            for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<char>(ival(rank, static_cast<int64_t>(i)) + salt);
+            std::vector<char> in_ref = in;
+            if (ip && !scatter)  // the root's block already in place, in both buffers
+              for (size_t i = 0; i + 16 < one; ++i) got[root * (one - 16) + i] = ref[root * (one - 16) + i] = in[i];
+            auto other = make_kind(0, c, salt);
+            std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
+            ASSERT_EQ(other->start(&reqs[0]), MPI_SUCCESS);
+            if (scatter) {
+              ASSERT_EQ(MPI_Iscatter(in.data(), n, ty.t, ip ? MPI_IN_PLACE : got.data(), n, ty.t, root, c, &reqs[1]),
+                        MPI_SUCCESS);
+            } else {
+              ASSERT_EQ(MPI_Igather(ip ? MPI_IN_PLACE : in.data(), n, ty.t, got.data(), n, ty.t, root, c, &reqs[1]),
+                        MPI_SUCCESS);
+            }
+            complete(reqs, static_cast<How>(salt % 5), rank);
+            if (scatter)
+              PMPI_Scatter(in_ref.data(), n, ty.t, ip ? MPI_IN_PLACE : ref.data(), n, ty.t, root, c);
+            else
+              PMPI_Gather(ip ? MPI_IN_PLACE : in_ref.data(), n, ty.t, ref.data(), n, ty.t, root, c);
+            EXPECT_TRUE(got == ref) << (scatter ? "iscatter " : "igather ") << ty.name << " count " << n << " root "
+                                    << root << (in_place ? " in place" : "") << ": differs from PMPI on rank " << rank;
+            other->reference();
+            check(*other, c);
+            ++salt;
+          }
+  MPI_Type_free(&strided);
+}
+
 // MPI_Ibarrier: no rank completes it before every rank has started it. Each round one rank
 // starts late (sleeps first); the latest start (steady_clock: one clock for every process of
 // the machine) must precede the earliest completion.
@@ -590,7 +645,7 @@ TEST(Persistent, HundredStartsWithChangingData) {
   MPI_Comm c = MPI_COMM_WORLD;
   const int rank = rank_of(c), size = size_of(c);
   const int n = 1000;
-  std::vector<Persist> ps(9);
+  std::vector<Persist> ps(11);
   ps[0].what = "allreduce_init";
   ps[0].in.resize(n), ps[0].got.resize(n), ps[0].ref.resize(n), ps[0].cmp = n;
   ASSERT_EQ(MPI_Allreduce_init(ps[0].in.data(), ps[0].got.data(), n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[0].req), MPI_SUCCESS);
@@ -627,6 +682,17 @@ TEST(Persistent, HundredStartsWithChangingData) {
   ASSERT_EQ(MPI_Alltoall_init(ps[7].in.data(), n, MPI_INT, ps[7].got.data(), n, MPI_INT, c, MPI_INFO_NULL, &ps[7].req), MPI_SUCCESS);
   ps[8].what = "barrier_init";
   ASSERT_EQ(MPI_Barrier_init(c, MPI_INFO_NULL, &ps[8].req), MPI_SUCCESS);
+  ps[9].what = "gather_init";
+  ps[9].root = 1 % size;
+  ps[9].in.resize(n), ps[9].got.resize(n * size), ps[9].ref.resize(n * size);
+  ps[9].cmp = rank == ps[9].root ? n * size : 0;
+  ASSERT_EQ(MPI_Gather_init(ps[9].in.data(), n, MPI_INT, ps[9].got.data(), n, MPI_INT, ps[9].root, c, MPI_INFO_NULL,
+                            &ps[9].req), MPI_SUCCESS);
+  ps[10].what = "scatter_init";
+  ps[10].root = size - 1;
+  ps[10].in.resize(n * size), ps[10].got.resize(n), ps[10].ref.resize(n), ps[10].cmp = n;
+  ASSERT_EQ(MPI_Scatter_init(ps[10].in.data(), n, MPI_INT, ps[10].got.data(), n, MPI_INT, ps[10].root, c, MPI_INFO_NULL,
+                             &ps[10].req), MPI_SUCCESS);
   // An inactive persistent request completes at once, and stays allocated.
   for (Persist& p : ps) {
     int flag = 0;
@@ -649,6 +715,8 @@ TEST(Persistent, HundredStartsWithChangingData) {
       case 6: PMPI_Reduce_scatter(p.in.data(), p.ref.data(), p.counts.data(), MPI_INT, MPI_SUM, c); break;
       case 7: PMPI_Alltoall(p.in.data(), n, MPI_INT, p.ref.data(), n, MPI_INT, c); break;
       case 8: PMPI_Barrier(c); break;
+      case 9: PMPI_Gather(p.in.data(), n, MPI_INT, p.ref.data(), n, MPI_INT, p.root, c); break;
+      case 10: PMPI_Scatter(p.in.data(), n, MPI_INT, p.ref.data(), n, MPI_INT, p.root, c); break;
     }
   };
   for (int round = 0; round < 100; ++round) {

@@ -91,11 +91,14 @@ TEST(HangReport, NotArrived) {
   EXPECT_EQ(j["missing"][0]["collectives_started"], kSeq - 1);
   EXPECT_FALSE(j.contains("mismatch"));
   const std::vector<std::string> lines = j["_lines"];
-  ASSERT_EQ(lines.size(), 3u);
+  ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].rfind("HANG: MPI_Allreduce #4 on a communicator of 4 ranks (world ranks 0-3)", 0), 0u);
   EXPECT_EQ(lines[1], "  waiting (3): rank 0 at hang.c:32 (main); rank 2 at hang.c:32 (main); rank 3 at hang.c:32 (main); ");
   EXPECT_NE(lines[2].find("missing rank 1 (node pid 1001): not in MPI"), std::string::npos);
   EXPECT_NE(lines[2].find("it has started 3 of 4 collectives"), std::string::npos);
+  EXPECT_EQ(lines[3], "  class: non-communication hang: never reached the call: rank 1 not in MPI");
+  EXPECT_EQ(j["class"], "non_communication_hang");
+  EXPECT_FALSE(j.contains("completed_after_s"));
 }
 
 TEST(HangReport, InOtherCollective) {
@@ -109,6 +112,40 @@ TEST(HangReport, InOtherCollective) {
   EXPECT_EQ(j["missing"][0]["state"], "in_other_collective");
   EXPECT_EQ(j["missing"][0]["call"], "MPI_Bcast");
   EXPECT_EQ(j["missing"][0]["call_site"], "app.c:5 (f)");
+  EXPECT_EQ(j["class"], "communication_hang");
+  EXPECT_EQ(j["class_basis"], "blocked in other communication: rank 1 in a collective on another communicator");
+}
+
+// A member not in a collective but in another MPI call (a receive): communication.
+TEST(HangReport, InAnotherMpiCallIsCommunication) {
+  MemberStatus m = missing(1);
+  m.in_mpi = true;
+  m.doing = "in MPI_Recv (not a collective), main thread sleeping in poll()";
+  const json j = report_of({waiting(0), m});
+  EXPECT_EQ(j["missing"][0]["state"], "not_arrived");
+  EXPECT_EQ(j["class"], "communication_hang");
+  EXPECT_EQ(j["class_basis"], "blocked in other communication: rank 1 in another MPI call");
+}
+
+// The report rebuilt when the call completed: the slow class, the class at the report kept, one
+// COMPLETED line.
+TEST(HangReport, CompletedAfterTheReportIsSlow) {
+  const std::vector<MemberStatus> late = {waiting(0), missing(1), waiting(2)};
+  HangReport r = build_hang_report(call_of(3), late, 6.25);
+  json j = json::parse(r.json);
+  EXPECT_EQ(j["class"], "non_communication_slow");
+  EXPECT_EQ(j["reported_class"], "non_communication_hang");
+  EXPECT_DOUBLE_EQ(j["completed_after_s"].get<double>(), 6.25);
+  EXPECT_EQ(r.completed_line,
+            "ENDED: MPI_Allreduce #4, reported above as a non-communication hang, is now classed non-communication "
+            "slow: the call completed after 6.25 s; late arrival: rank 1 not in MPI when asked");
+  r = build_hang_report(call_of(2), {waiting(0), waiting(1)}, 3.5);
+  j = json::parse(r.json);
+  EXPECT_EQ(j["reported_class"], "communication_hang");
+  EXPECT_EQ(j["class"], "communication_slow");
+  EXPECT_EQ(j["class_basis"],
+            "the call completed after 3.50 s; slow inside the collective: every member reached the call (2 in it)");
+  EXPECT_TRUE(build_hang_report(call_of(2), {waiting(0), waiting(1)}).completed_line.empty());
 }
 
 TEST(HangReport, AheadInALaterCallOrDone) {
@@ -137,6 +174,8 @@ TEST(HangReport, NotRespondingAndGone) {
   EXPECT_EQ(j["missing"][0]["state"], "not_responding");
   EXPECT_EQ(j["missing"][1]["state"], "not_responding");
   EXPECT_EQ(j["missing"][2]["state"], "gone");
+  EXPECT_EQ(j["class"], "non_communication_hang");
+  EXPECT_EQ(j["class_basis"], "never reached the call: rank 1 not responding (stopped?); rank 3 gone");
 }
 
 TEST(HangReport, Mismatch) {
@@ -147,7 +186,8 @@ TEST(HangReport, Mismatch) {
   ASSERT_TRUE(j.contains("mismatch"));
   ASSERT_EQ(j["mismatch"].size(), 2u);
   const std::vector<std::string> lines = j["_lines"];
-  EXPECT_EQ(lines.back(),
+  EXPECT_EQ(j["class"], "communication_hang");
+  EXPECT_EQ(lines[lines.size() - 2],
             "  MISMATCH at this sequence number: ranks 0,2 called MPI_Allreduce(count 65536); ranks 1 called "
             "MPI_Bcast(count 65536, root 1);");
 }

@@ -1,0 +1,132 @@
+// The schedule the model costed is the schedule the executor ran, step for step (issue 28): for a
+// sweep of calls (every collective of config/collectives.def, sizes from a few bytes to
+// megabytes, the shapes of the variants), each call runs through its executor entry point
+// (exec::<key>, without the wrappers), and the schedule it ran, the one its communicator's cache
+// holds, is compared with what the planner's cost function built for that call and this rank:
+// model::build_for with the call's plan (algorithm, chunks, level-step thresholds). The
+// thresholds alone agreeing (Planner.CostsTheLevelStepsThatRun) would not show that the
+// executor builds what the planner priced: this does, for every step of every rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "exec/context.hpp"
+#include "exec/entry.hpp"
+#include "model/load.hpp"
+#include "model/plan.hpp"
+#include "sched/ir.hpp"
+
+namespace hier::exec {
+namespace {
+
+using config::Coll;
+
+int rank_of(MPI_Comm c) {
+  int r = 0;
+  MPI_Comm_rank(c, &r);
+  return r;
+}
+int size_of(MPI_Comm c) {
+  int p = 0;
+  MPI_Comm_size(c, &p);
+  return p;
+}
+
+// One call of `coll` with n ints per rank's block (or buffer), rooted at 0, never in place:
+// the form the planner costs (model/plan.cpp: build_one). Returns what the entry point returned.
+std::optional<Ran> call(Coll coll, int n, MPI_Comm c) {
+  const int P = size_of(c);
+  std::vector<int> in(static_cast<size_t>(n) * P + 1, 3), out(static_cast<size_t>(n) * P + 1, 0);
+  std::vector<int> counts(P, n), displs(P);
+  for (int r = 0; r < P; ++r) displs[r] = r * n;
+  switch (coll) {
+    case Coll::Allreduce: return allreduce(in.data(), out.data(), n, MPI_INT, MPI_SUM, c);
+    case Coll::ReduceScatterBlock: return reduce_scatter_block(in.data(), out.data(), n, MPI_INT, MPI_SUM, c);
+    case Coll::ReduceScatter: return reduce_scatter(in.data(), out.data(), counts.data(), MPI_INT, MPI_SUM, c);
+    case Coll::Allgather: return allgather(in.data(), n, MPI_INT, out.data(), n, MPI_INT, c);
+    case Coll::Allgatherv: return allgatherv(in.data(), n, MPI_INT, out.data(), counts.data(), displs.data(), MPI_INT, c);
+    case Coll::Bcast: return bcast(in.data(), n, MPI_INT, 0, c);
+    case Coll::Reduce: return reduce(in.data(), out.data(), n, MPI_INT, MPI_SUM, 0, c);
+    case Coll::Barrier: return barrier(c);
+    case Coll::Alltoall: return alltoall(in.data(), n, MPI_INT, out.data(), n, MPI_INT, c);
+    case Coll::Gather: return gather(in.data(), n, MPI_INT, out.data(), n, MPI_INT, 0, c);
+    case Coll::Scatter: return scatter(in.data(), n, MPI_INT, out.data(), n, MPI_INT, 0, c);
+    case Coll::Count: break;
+  }
+  // A row of the table without its call here: this test must learn it (it fails until then).
+  ADD_FAILURE() << config::coll_key(coll) << ": no call in tests/coll/test_costed.cpp";
+  return std::nullopt;
+}
+
+// The bytes and element size the entry point plans with (exec/coll_*.cpp: prepare).
+model::Call planned(Coll coll, int n, int P) {
+  const int64_t b = int64_t{n} * 4;
+  switch (coll) {
+    case Coll::Allreduce:
+    case Coll::Reduce: return {coll, b, 4};
+    case Coll::ReduceScatterBlock:
+    case Coll::ReduceScatter: return {coll, b * P, 4};
+    case Coll::Bcast: return {coll, b, 1};
+    case Coll::Barrier: return {coll, 0, 1};
+    default: return {coll, b * P, 1};  // the byte schedules: every rank's block
+  }
+}
+
+// Everything a step does, as the IR prints it (kind, communicator, buffers, counts, root, wave).
+std::string steps_of(const sched::Schedule& s) {
+  std::string out = sched::to_string(s);
+  out += " direct_rs_from " + std::to_string(s.direct_rs_from) + " padded_agv_from " + std::to_string(s.padded_agv_from);
+  return out;
+}
+
+TEST(CostedIsRun, EveryCollectiveAndSize) {
+  MPI_Comm c = MPI_COMM_WORLD;
+  const int rank = rank_of(c), P = size_of(c);
+  int compared = 0;
+  for (int k = 0; k < static_cast<int>(Coll::Count); ++k) {
+    const Coll coll = static_cast<Coll>(k);
+    for (int n : {1, 37, 4096, 300007}) {
+      if (coll == Coll::Barrier && n != 1) continue;
+      if (coll == Coll::Alltoall && n > 4096) continue;  // scratch of two copies
+      Context* ctx = context_of(c);
+      ASSERT_NE(ctx, nullptr);
+      // A fresh cache: the one entry after the call is the schedule this call ran.
+      while (ctx->cache.size() > 0) {
+        sched::Key first;
+        ctx->cache.each([&](const sched::Key& key, const sched::Cache::Entry&) { first = key; });
+        ctx->cache.erase(first);
+      }
+      const std::string what = std::string(config::coll_key(coll)) + " n=" + std::to_string(n) + " rank " +
+                               std::to_string(rank);
+      const std::optional<Ran> ran = call(coll, n, c);
+      const model::Call mc = planned(coll, n, P);
+      const auto plan_it = ctx->plans.find({static_cast<int>(coll), mc.bytes, mc.elem_size, false});
+      if (!ran) {  // left to the MPI: the plan said flat, or there was no plan
+        EXPECT_TRUE(plan_it == ctx->plans.end() || plan_it->second.algo == sched::Algorithm::Flat) << what;
+        continue;
+      }
+      ASSERT_EQ(ran->rc, MPI_SUCCESS) << what;
+      ASSERT_NE(plan_it, ctx->plans.end()) << what << ": ran without the plan this test looks for";
+      ASSERT_EQ(ctx->cache.size(), 1u) << what;
+      const sched::Schedule* ran_s = nullptr;
+      ctx->cache.each([&](const sched::Key&, const sched::Cache::Entry& e) { ran_s = e.variant[0].get(); });
+      ASSERT_NE(ran_s, nullptr) << what;
+      const model::Plan& plan = plan_it->second;
+      const sched::Schedule costed =
+          model::build_for(mc, ctx->levels->shape, rank, plan.algo, plan.chunks, model::process().model);
+      EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
+      ++compared;
+    }
+  }
+  // The sweep compared something on every shape it runs on (HIER_ALGO=hier: the tree
+  // collectives run on any shape).
+  EXPECT_GT(compared, 8);
+  if (rank == 0) std::printf("compared %d schedules with what the model costed\n", compared);
+}
+
+}  // namespace
+}  // namespace hier::exec
