@@ -19,7 +19,7 @@ model::Model rates() {
   model::Model m = model_testing::simple();
   m.copy_ns_per_byte = 0.25;
   m.reduce_ns_per_byte = 0.5;
-  m.shm_round_ns = 7000;
+  m.shm.round_ns = 7000;
   return m;
 }
 
