@@ -4,6 +4,9 @@
 # alone (HIER_DISABLE=1); shapes 2 x 4 and 4 x 2 (and 2 x 2), the variants alternated, REPS
 # repetitions; prints the median of the per-run medians (ms) and the packets dropped. Needs root.
 #   bench/hier-bench/shm_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:4 4:2")
+# VARIANTS="..." picks variants: mpi exact exact_shm int8 int8_shm (the default set), default
+# (no HIER_* set: the planner's choice, HIER_SHM=off), default_auto (the same with HIER_SHM=auto)
+# and probe (link-probe, the floor).
 cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:4 4:2"}
 b=$PWD/build/$mpi
@@ -12,7 +15,7 @@ tools/minicluster --name $name down >/dev/null 2>&1
 tools/minicluster --name $name up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
 trap 'tools/minicluster --name $name down >/dev/null 2>&1' EXIT
 out=/tmp/shmbench.$mpi; rm -rf $out; mkdir -p $out
-variants="mpi exact exact_shm int8 int8_shm"
+variants=${VARIANTS:-"mpi exact exact_shm int8 int8_shm"}
 run() { # nodes ppn variant rep
   local nodes=$1 ppn=$2 v=$3 rep=$4 envs
   case $v in
@@ -21,7 +24,15 @@ run() { # nodes ppn variant rep
     exact_shm) envs=(HIER_ALGO=hier HIER_SHM=on);;
     int8) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=off);;
     int8_shm) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=on);;
+    default) envs=(HIER_SHM=off);;      # what a user gets today: the planner's choice, message steps
+    default_auto) envs=(HIER_SHM=auto);;  # the planner's choice, with auto as the default would be
+    probe) envs=();;                     # link-probe: the floor (pair traffic, no reduction, no libhier)
   esac
+  if [ $v = probe ]; then
+    tools/minicluster --name $name run --timeout 120 --mpi $mpi --use-nodes $nodes --ppn $ppn -- $b/link-probe \
+      --iters 5 > $out/$nodes.$ppn.$v.$rep.txt 2>&1
+    return
+  fi
   local f=$out/$nodes.$ppn.$v.$rep.csv
   env "${envs[@]}" tools/minicluster --name $name run --timeout 120 --done-file $f --mpi $mpi --use-nodes $nodes \
     --ppn $ppn --preload $b/libhier.so -- $b/hier-bench --colls allreduce --min 16777216 --max 16777216 --iters 5 \
@@ -35,9 +46,12 @@ for rep in $(seq 1 "$reps"); do
   done
 done
 python3 - "$out" "$shapes" "$variants" <<'PY'
-import csv, glob, statistics, sys
+import csv, glob, re, statistics, sys
 out, shapes, variants = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 def ms(path):
+    if path.endswith(".txt"):  # link-probe's line: "... median X ms, ..."
+        m = re.search(r"median ([0-9.]+) ms", open(path).read())
+        return float(m.group(1)) if m else float("nan")
     with open(path) as f:
         rows = [r for r in csv.DictReader(f) if r.get("collective") == "allreduce"]
     key = "median_us"
@@ -48,7 +62,7 @@ for s in shapes:
     n, p = s.split(":")
     cells, base = [], None
     for v in variants:
-        runs = sorted(ms(f) for f in glob.glob(f"{out}/{n}.{p}.{v}.*.csv"))
+        runs = sorted(ms(f) for f in glob.glob(f"{out}/{n}.{p}.{v}.*.csv") + glob.glob(f"{out}/{n}.{p}.{v}.*.txt"))
         if not runs:
             cells.append("-"); continue
         m = statistics.median(runs)

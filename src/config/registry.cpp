@@ -273,7 +273,7 @@ const VarSpec kVars[] = {
    [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); },
    false},  // paths may differ (node-local copies): the contents loaded are compared (core/agree_config.cpp)
   {"HIER_SHM", "off", "off, auto or on",
-   "Level steps inside a node (reduce-scatter, allreduce, allgather(v), bcast, reduce, barrier) through a shared-memory segment per level communicator whose members share memory, instead of MPI messages (docs/shm.md); auto and on: wherever every rank could map the segment. Must be the same on every rank.",
+   "Level steps inside a node (reduce-scatter, allreduce, allgather(v), bcast, reduce, barrier) through a shared-memory segment per level communicator whose members share memory, instead of MPI messages (docs/shm.md); on: every such step, wherever every rank could map the segment; auto: only in the schedules the model predicts faster that way (from hier-tune's measured segment, the tune file's shm section). Must be the same on every rank.",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
      if (s == "off" || s == "0" || s.empty()) c.shm = ShmMode::Off;

@@ -32,7 +32,7 @@ struct Context {
   bool device_to_mpi = false;
   // The planner's decisions for this communicator's shape (model/plan.hpp), by (collective,
   // bytes, element size): a pure function of them, so every rank holds the same entries.
-  std::map<std::tuple<int, int64_t, int64_t, bool>, model::Plan> plans;
+  std::map<std::tuple<int, int64_t, int64_t, bool, bool>, model::Plan> plans;  // (coll, bytes, elem_size, quantizable, nonblocking)
   // Nonblocking requests (exec/request.cpp, under its lock): memory of finished requests, kept
   // for the next; requests outstanding here; whether one runs on `scratch`/`tmp` above (then
   // every other call here first waits for it).

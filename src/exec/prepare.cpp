@@ -87,11 +87,11 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size,
                                 bool nonblocking, bool quantizable) {
   const config::Config& cfg = config::get();
-  const model::Call call{coll, bytes, elem_size, quantizable};
+  const model::Call call{coll, bytes, elem_size, quantizable, nonblocking};
   if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
   if (!ctx || !ctx->levels || ctx->device_to_mpi) return std::nullopt;
-  const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size, quantizable);
+  const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size, quantizable, nonblocking);
   auto it = ctx->plans.find(key);
   if (it == ctx->plans.end()) {
     if (ctx->plans.size() >= 1024) ctx->plans.clear();  // bounded; the same on every rank
@@ -109,8 +109,11 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   return p;
 }
 
-std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& key, const Build& build, const Acquirer& acquire,
-                                int variant, bool both) {
+std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& call_key, const Build& build,
+                                                const Acquirer& acquire, int variant, bool both) {
+  // HIER_SHM: the plan's transport, exact or quantized, is part of what the schedule is.
+  sched::Key key = call_key;
+  key.shm = key.quant ? p.plan.quant_shm : p.plan.shm;
   if (const sched::Cache::Entry* hit = p.ctx->cache.find(key)) return hit->variant[variant];
   // 0: acquired; otherwise 1 + the point that failed here. An exception (std::bad_alloc from a
   // builder) is a failure like any other: it must not leave this rank out of the agreement.
@@ -127,7 +130,9 @@ std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& k
           sched::Schedule built = build(v);
           built.direct_rs_from = p.plan.direct_rs_from;
           built.padded_agv_from = p.plan.padded_agv_from;
-          route_shm(built, *p.ctx->levels);
+          // (HIER_SHM: the plan's transport for this schedule, exact or quantized; steps go
+          // through a segment only where every member could map one)
+          if (key.shm) route_shm(built, *p.ctx->levels);
           e.variant[v] = std::make_shared<const sched::Schedule>(std::move(built));
         }
       failed = 1 + static_cast<int>(Acquire::Scratch);

@@ -225,7 +225,7 @@ double measured_cost(const std::vector<Point>& pts, double b, double model, cons
   return model;
 }
 
-double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const Model& m) {
+double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const Model& m, bool nonblocking) {
   int nodes = std::max(s.nnodes, 1), ppn = 1;
   for (int n : s.node_sizes) ppn = std::max(ppn, n);
   if (s.one_machine || nodes == 1) {
@@ -234,7 +234,9 @@ double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& s, const M
   }
   const double model = flat_algo_cost(coll, bytes, nodes, ppn, m);
   if (!measured_shape(s, m)) return model;
-  return measured_cost(m.flat_measured[static_cast<size_t>(coll)], static_cast<double>(bytes), model, [&](double b) {
+  const size_t c = static_cast<size_t>(coll);
+  const std::vector<Point>& pts = nonblocking && !m.flat_measured_nb[c].empty() ? m.flat_measured_nb[c] : m.flat_measured[c];
+  return measured_cost(pts, static_cast<double>(bytes), model, [&](double b) {
     return flat_algo_cost(coll, static_cast<int64_t>(b), nodes, ppn, m);
   });
 }
@@ -334,7 +336,9 @@ double linear_v(const sched::Step& st, int members, const LevelParams& lp, bool 
 // copies in and out at copy_ns_per_byte, its folds at reduce_ns_per_byte, and one flag
 // synchronization per round of a slot's half (shm::kHalfBytes).
 double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, bool with_reduce) {
-  const double p = members, c = m.copy_ns_per_byte, r = with_reduce ? m.reduce_ns_per_byte : 0.0;
+  const double p = members;
+  const double c = m.shm.copy_ns_per_byte >= 0 ? m.shm.copy_ns_per_byte : m.copy_ns_per_byte;
+  const double r = !with_reduce ? 0.0 : m.shm.reduce_ns_per_byte >= 0 ? m.shm.reduce_ns_per_byte : m.reduce_ns_per_byte;
   const double half = static_cast<double>(shm::kHalfBytes);
   auto rounds = [&](double per_round_bytes) { return std::max(1.0, std::ceil(per_round_bytes / half)); };
   const double n = static_cast<double>(st.count * ub);
@@ -342,13 +346,13 @@ double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, 
   for (int64_t x : st.counts) all += static_cast<double>(x * ub), most = std::max(most, static_cast<double>(x * ub));
   switch (st.kind) {
     case Kind::ReduceScatter:  // the others' pieces in, my piece folded from every slot
-      return all * c + all / p * (p - 1) * r + rounds(all) * m.shm_round_ns;
-    case Kind::Allgather: return n * p * c + rounds(n) * m.shm_round_ns;
-    case Kind::Allgatherv: return all * c + rounds(most) * m.shm_round_ns;
-    case Kind::Bcast: return n * c + rounds(n) * m.shm_round_ns;
-    case Kind::Reduce: return n * c + n * (p - 1) * r + rounds(n) * m.shm_round_ns;
-    case Kind::Allreduce: return 2 * n * c + n * (p - 1) * r + rounds(n) * m.shm_round_ns;
-    default: return m.shm_round_ns;  // barrier
+      return all * c + all / p * (p - 1) * r + rounds(all) * m.shm.round_ns;
+    case Kind::Allgather: return n * p * c + rounds(n) * m.shm.round_ns;
+    case Kind::Allgatherv: return all * c + rounds(most) * m.shm.round_ns;
+    case Kind::Bcast: return n * c + rounds(n) * m.shm.round_ns;
+    case Kind::Reduce: return n * c + n * (p - 1) * r + rounds(n) * m.shm.round_ns;
+    case Kind::Allreduce: return 2 * n * c + n * (p - 1) * r + rounds(n) * m.shm.round_ns;
+    default: return m.shm.round_ns;  // barrier
   }
 }
 

@@ -85,8 +85,9 @@ bool measured_shape(const topo::Shape& shape, const Model& m);
 double measured_cost(const std::vector<Point>& pts, double bytes, double model,
                      const std::function<double(double)>& model_at);
 
-// The MPI's own collective on a communicator of `shape` (bytes as the planner counts them).
-double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& shape, const Model& m);
+// The MPI's own collective on a communicator of `shape` (bytes as the planner counts them);
+// `nonblocking`: its nonblocking call, from Model::flat_measured_nb where measured on this shape.
+double flat_cost(config::Coll coll, int64_t bytes, const topo::Shape& shape, const Model& m, bool nonblocking = false);
 // The same from the algorithm alone (never the measured points).
 double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ranks_per_node, const Model& m);
 

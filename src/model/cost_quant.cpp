@@ -93,10 +93,12 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
   if (call.bytes < quant_floor_bytes(cfg.quant_block, s.size, e))
     return void(p.quant_why = "exact: below one block per rank (HIER_QUANT_BLOCK)");
   // The quantized schedule in each chunk count HIER_CHUNK or the model offers: the cheapest.
-  for (int c : quant_chunk_options(call, s.size, m, cfg)) {
-    const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c, cfg.shm != config::ShmMode::Off);
-    if (t > 0 && (p.quant_ns <= 0 || t < p.quant_ns)) p.quant_ns = t, p.quant_chunks = c;
-  }
+  // (and, under HIER_SHM=auto, with its node steps through the segment or as messages)
+  for (bool shm : shm_options(cfg))
+    for (int c : quant_chunk_options(call, s.size, m, cfg)) {
+      const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c, shm);
+      if (t > 0 && (p.quant_ns <= 0 || t < p.quant_ns)) p.quant_ns = t, p.quant_chunks = c, p.quant_shm = shm;
+    }
   const double exact = p.algo == sched::Algorithm::Flat ? p.flat_ns : p.hier_ns;
   // HIER_ALGO=hier takes the choice from the model: libhier's schedule, quantized where allowed
   // (on one machine, where the levels are fakes, the model would cost the "network" as memory).

@@ -8,22 +8,9 @@
 #include <string>
 
 #include "model/model.hpp"
+#include "model/tune_schema.hpp"  // TuneFile, JobShape, parse: the file's one schema
 
 namespace hier::model {
-
-// The job's shape as the launcher states it (0: unknown, then not checked).
-struct JobShape {
-  int nodes = 0, ranks_per_node = 0;
-};
-
-struct TuneFile {
-  Model model;
-  std::string dtype_json;  // the datatype engine's object ("dtype", or libhier-tune/1's "p2p"); empty: none
-  std::string source = "built-in";
-  std::string warning;     // the one line printed when HIER_TUNE_FILE was rejected; empty otherwise
-  int version = 0;         // of the file read (1 or 2); 0: built-in
-  std::string text;        // the accepted file's contents; empty for the built-in model
-};
 
 // What the ranks compare at MPI_Init (core/agree_config.cpp): "built-in", or a hash of the
 // accepted file's contents (not its path: node-local copies of one file agree). Ranks that plan from different models may choose different
@@ -38,12 +25,6 @@ Family build_family();
 // The embedded built-in file and the model it gives (parsed once, cached).
 const std::string& builtin_text(Family f);
 const Model& builtin(Family f);
-
-// Parses `text` for a build of `family` and a job of shape `job`. Sections a libhier-tune/2
-// file leaves out come from `base` (the built-in model). False with a one-line `err` (no prefix)
-// on any problem: the caller then uses `base`.
-bool parse(const std::string& text, Family family, const JobShape& job, const Model& base, TuneFile& out,
-           std::string& err);
 
 // HIER_TUNE_FILE=`path` (empty: none): the parsed file, or the built-in with `warning` set.
 // No output; no MPI.

@@ -38,6 +38,7 @@ struct LadderPoint {
 
 struct Point {
   double bytes = 0, ns = 0;
+  double measured_ns = -1;  // levels.X.steps: hier-tune's time before it took the wake-up off (reference only)
 };
 
 constexpr size_t kColls = static_cast<size_t>(config::Coll::Count);
@@ -93,6 +94,14 @@ struct QuantRates {
 inline constexpr double kQuantizeNsPerByte = 0.17, kDequantizeNsPerByte = 0.06;
 inline constexpr QuantRates kQuantRates{kQuantizeNsPerByte, kDequantizeNsPerByte, kDequantizeNsPerByte};
 
+// A member's data movement through a level's shared segment (HIER_SHM), every member at once.
+struct ShmRates {
+  double copy_ns_per_byte = -1;    // into or out of a slot; < 0: Model::copy_ns_per_byte
+  double reduce_ns_per_byte = -1;  // folding a peer's slot into one's own buffer; < 0: Model::reduce_ns_per_byte
+  double round_ns = 20000;         // one flag round (every member raises its flag and sees the others')
+  int members = 0;                 // the members it was measured with (0: not measured)
+};
+
 struct Model {
   std::string source = "built-in";  // the file it came from
   Family family = Family::OpenMPI;
@@ -118,11 +127,18 @@ struct Model {
   double overlap = 1.0;          // 0..1: steps of different levels in one wave
   std::array<std::vector<int64_t>, kColls> chunk_bytes;  // pipeline chunk sizes the planner tries (allreduce, bcast)
   int64_t direct_rs_from = std::numeric_limits<int64_t>::max();
-  // HIER_SHM's steps (docs/shm.md): the flags' synchronization of one round of a segment, where
-  // every member must have run once (bench/shm/bench_wait.cpp: 8 ranks on 2 cores); the data
-  // moves at copy_ns_per_byte and reduce_ns_per_byte.
-  double shm_round_ns = 20000;
+  // HIER_SHM's steps (docs/shm.md): how fast a member moves data through the node's segment
+  // while every member does (hier-tune's "shm" section, measured on a real segment), and the
+  // flags' synchronization of one round, where every member must have run once. Without a
+  // measurement: the compute rates and 20 us a round (bench/shm/bench_wait.cpp: 8 ranks on 2 cores).
+  ShmRates shm;
   int64_t padded_agv_from = std::numeric_limits<int64_t>::max();
+  // The MPI's own nonblocking collectives (MPI_Iallreduce, MPI_Iallgather,
+  // MPI_Ireduce_scatter_block, MPI_Ibcast followed at once by MPI_Wait) on the whole
+  // communicator, and libhier's nonblocking schedules the same way (hier-tune --hier), on the
+  // shape of the file: a nonblocking call is planned from these (plan.cpp), ascending bytes.
+  std::array<std::vector<Point>, kColls> flat_measured_nb;
+  std::array<std::vector<Point>, kColls> hier_measured_nb;
 
   const LevelParams& level(LevelKind k) const { return k == LevelKind::Intra ? intra : inter; }
   // The kernels' rates for `bits` (8: int8, 4: int4).

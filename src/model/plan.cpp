@@ -83,7 +83,7 @@ std::vector<int> chunk_options(const Call& call, const Model& m, const config::C
 
 // The cheapest of libhier's candidate schedules for the call by the IR's cost (and which).
 double cheapest(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg,
-                const std::vector<Algorithm>& cands, Algorithm* best_a, int* best_c);
+                const std::vector<Algorithm>& cands, Algorithm* best_a, int* best_c, bool* best_shm);
 
 }  // namespace
 
@@ -125,20 +125,30 @@ std::string describe(const Plan& p) {
 
 namespace {
 double cheapest(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg,
-                const std::vector<Algorithm>& cands, Algorithm* best_a, int* best_c) {
+                const std::vector<Algorithm>& cands, Algorithm* best_a, int* best_c, bool* best_shm) {
   double best = -1;
-  for (Algorithm a : cands)
-    for (int c : chunk_options(call, m, cfg)) {
-      const double t = hier_cost(call, s, m, a, c, cfg.shm != config::ShmMode::Off);
-      if (best < 0 || t < best) {
-        best = t;
-        if (best_a) *best_a = a;
-        if (best_c) *best_c = c;
+  for (bool shm : shm_options(cfg))
+    for (Algorithm a : cands)
+      for (int c : chunk_options(call, m, cfg)) {
+        const double t = hier_cost(call, s, m, a, c, shm);
+        if (best < 0 || t < best) {
+          best = t;
+          if (best_a) *best_a = a;
+          if (best_c) *best_c = c;
+          if (best_shm) *best_shm = shm;
+        }
       }
-    }
   return best;
 }
 }  // namespace
+
+std::vector<bool> shm_options(const config::Config& cfg) {
+  switch (cfg.shm) {
+    case config::ShmMode::Off: return {false};
+    case config::ShmMode::On: return {true};
+    default: return {false, true};
+  }
+}
 
 Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg) {
   Plan p;
@@ -156,20 +166,26 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   if (s.one_machine && forced != config::Algo::Hier) return p.why = "all ranks share memory (levels are node:N fakes)", p;
   Algorithm best_a = cands[0];
   int best_c = 1;
-  double best = cheapest(call, s, m, cfg, cands, &best_a, &best_c);
+  bool best_shm = false;
+  double best = cheapest(call, s, m, cfg, cands, &best_a, &best_c, &best_shm);
   // On the shape the tune file measured libhier's schedules on (hier_measured), the prediction
   // is that measurement; the IR's costs chose the candidate (and scale between the sizes).
   // hier-tune measured them with the chunks the model chooses (HIER_CHUNK=auto): a forced
-  // chunk size runs other schedules, predicted by the IR alone.
+  // chunk size runs other schedules, predicted by the IR alone. A nonblocking call: libhier's
+  // nonblocking schedules as hier-tune timed them (start, then MPI_Wait at once) where it did.
+  const size_t ci = static_cast<size_t>(call.coll);
+  const bool nb_hier = call.nonblocking && !m.hier_measured_nb[ci].empty();
   if (measured_shape(s, m) && cfg.chunk_bytes < 0)
-    best = measured_cost(m.hier_measured[static_cast<size_t>(call.coll)], static_cast<double>(call.bytes), best,
+    best = measured_cost(nb_hier ? m.hier_measured_nb[ci] : m.hier_measured[ci], static_cast<double>(call.bytes), best,
                          [&](double b) {
                            Call at = call;
                            at.bytes = static_cast<int64_t>(b);
-                           return cheapest(at, s, m, cfg, cands, nullptr, nullptr);
+                           return cheapest(at, s, m, cfg, cands, nullptr, nullptr, nullptr);
                          });
   p.hier_ns = best;
-  p.flat_ns = flat_cost(call.coll, call.bytes, s, m);
+  p.shm = best_shm;
+  // The MPI's own call: its nonblocking one for a nonblocking call, where measured.
+  p.flat_ns = flat_cost(call.coll, call.bytes, s, m, call.nonblocking);
   if (forced == config::Algo::Hier) {
     p.algo = best_a, p.chunks = best_c, p.why = "HIER_ALGO=hier";
   } else if (best < p.flat_ns * (1.0 - m.margin)) {

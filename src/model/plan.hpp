@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "model/model.hpp"
@@ -31,6 +32,10 @@ struct Call {
   // exec::quantizable_reduction / quant_elem). The planner weighs quantization only then, so that
   // its plan.quant_bits is the one decision the executor runs.
   bool quantizable = true;
+  // A nonblocking or persistent call (MPI_I*, MPI_*_init): planned from the nonblocking figures
+  // where the model has them (Model::flat_measured_nb, hier_measured_nb), since the MPI's
+  // nonblocking algorithms are not its blocking ones.
+  bool nonblocking = false;
 };
 
 struct Plan {
@@ -49,7 +54,14 @@ struct Plan {
   double quant_ns = 0;
   int quant_chunks = 1;  // the quantized schedule pipelined in this many chunks (sched::QuantParams)
   const char* quant_why = "";
+  // HIER_SHM: whether the level steps inside a node run through the node's segment (Via::Shm),
+  // for the exact schedule and for the quantized one: on: always; off: never; auto: where the
+  // model, from hier-tune's measured segment (Model::shm), predicts them cheaper.
+  bool shm = false, quant_shm = false;
 };
+
+// The transports the planner weighs under HIER_SHM (off: messages; on: the segment; auto: both).
+std::vector<bool> shm_options(const config::Config& cfg);
 
 // E.g. "hier rs-ar-ag, 4 chunks: predicted 1.20 ms vs flat 2.31 ms (cheaper by the model)".
 std::string describe(const Plan& p);

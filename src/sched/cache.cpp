@@ -7,7 +7,7 @@ size_t KeyHash::operator()(const Key& k) const noexcept {
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   mix(k.coll);
   mix(static_cast<uint64_t>(k.algo));
-  mix(k.in_place | (k.ordered << 1));
+  mix(k.in_place | (k.ordered << 1) | (k.shm << 2));
   mix(static_cast<uint64_t>(k.root));
   mix(static_cast<uint64_t>(k.n));
   mix(static_cast<uint64_t>(k.chunks));

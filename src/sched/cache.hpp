@@ -33,6 +33,9 @@ struct Key {
   // which size the records reserved with the schedule.
   uint8_t quant = 0;
   int32_t quant_block = 0;
+  // HIER_SHM: the plan's transport for the level steps inside a node (exec/prepare.cpp sets it):
+  // one call planned with and one without the segment are two schedules.
+  bool shm = false;
   bool operator==(const Key&) const = default;
 };
 

@@ -127,9 +127,15 @@ for k, src in (("quantize_ns_per_byte", "quantize_ns_per_byte"), ("dequantize_ns
         fail(f"compute.{k} is not compute.quant.int8.{src}")
 # The four collectives at the same sizes: the MPI's own (flat_measured), and libhier's schedules
 # (hier_measured, hier-tune --hier only).
-if not want_hier and "hier_measured" in j:
-    fail("hier_measured written without --hier")
-for key in ("flat_measured", "hier_measured") if want_hier else ("flat_measured",):
+for key in ("hier_measured", "hier_measured_nonblocking"):
+    if not want_hier and key in j:
+        fail(f"{key} written without --hier")
+# Their nonblocking calls too (MPI_I* then MPI_Wait: flat_measured_nonblocking, and libhier's,
+# hier_measured_nonblocking), at the same sizes.
+keys = ("flat_measured", "flat_measured_nonblocking")
+if want_hier:
+    keys += ("hier_measured", "hier_measured_nonblocking")
+for key in keys:
     if not isinstance(j.get(key), dict):
         fail(f"{key} missing")
     for coll in ("allreduce", "allgather", "reduce_scatter_block", "bcast"):
@@ -139,10 +145,23 @@ for key in ("flat_measured", "hier_measured") if want_hier else ("flat_measured"
         b = [p["bytes"] for p in pts]
         if b != sorted(set(b)) or b[0] != 65536:
             fail(f"{key}.{coll} bytes {b}: not ascending from 64 KiB")
-        if key == "hier_measured" and b != [p["bytes"] for p in j["flat_measured"][coll]]:
-            fail(f"hier_measured.{coll} sizes {b}: not flat_measured's")
+        if key != "flat_measured" and b != [p["bytes"] for p in j["flat_measured"][coll]]:
+            fail(f"{key}.{coll} sizes {b}: not flat_measured's")
         for p in pts:
             num(p["ns"], f"{key}.{coll}[{p['bytes']}]", positive=True)
+# The node segment (HIER_SHM's "shm" section): measured on every node's members at once, where a
+# node has two ranks or more; copy and reduce rates plausible for memory, a round above zero.
+sh = j.get("shm")
+if ppn >= 2:
+    if not isinstance(sh, dict):
+        fail("shm missing")
+    if sh.get("members") != ppn:
+        fail(f"shm.members {sh.get('members')!r}, expected {ppn}")
+    for k in ("copy_ns_per_byte", "reduce_ns_per_byte"):
+        plausible(sh.get(k), f"shm.{k}")
+    num(sh.get("round_ns"), "shm.round_ns", positive=True)
+elif sh is not None:
+    fail("shm written with one rank per node")
 d = j["dtype"]
 if d.get("policy") not in ("auto", "always", "never"):
     fail(f"dtype.policy {d.get('policy')!r}")

@@ -1,6 +1,7 @@
 // HIER_SHM in the model (docs/shm.md): a level step marked Via::Shm is costed from the copy and
-// reduction rates and the flag rounds (shm_round_ns per slot half), not as the MPI's messages;
-// the planner routes the steps inside a node when HIER_SHM is on, and only those.
+// reduction rates and the flag rounds (Model::shm, round_ns per slot half), not as the MPI's
+// messages; the planner routes the steps inside a node when HIER_SHM is on, and only those; under
+// auto it routes them only where the segment's measured figures make them cheaper.
 #include <gtest/gtest.h>
 
 #include "model/cost.hpp"
@@ -19,7 +20,7 @@ model::Model rates() {
   model::Model m = model_testing::simple();
   m.copy_ns_per_byte = 0.25;
   m.reduce_ns_per_byte = 0.5;
-  m.shm_round_ns = 7000;
+  m.shm.round_ns = 7000;
   return m;
 }
 
@@ -57,6 +58,76 @@ TEST(ModelShm, PlannerRoutesOnlyInsideNodes) {
   const model::Call call{config::Coll::Allreduce, 64 << 20, 4};
   EXPECT_NE(model::hier_cost(call, s, m, sched::Algorithm::RsArAg, 1, true),
             model::hier_cost(call, s, m, sched::Algorithm::RsArAg, 1, false));
+}
+
+// The segment's own measured rates (hier-tune's "shm" section) replace the compute rates.
+TEST(ModelShm, MeasuredSegmentRatesUsed) {
+  model::Model m = rates();
+  const topo::Shape s = model::two_level(2, 4);
+  sched::Step st;
+  st.kind = Kind::Bcast;
+  st.comm = {sched::On::Node, 0};
+  st.count = 1 << 18;  // 1 MiB of floats: one round
+  st.via = sched::Via::Shm;
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), (1 << 20) * 0.25 + 7000);
+  m.shm = {2.0, 3.0, 500, 4};
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), (1 << 20) * 2.0 + 500);
+}
+
+// HIER_SHM=auto is not on: the planner weighs both transports and keeps messages where the
+// segment is predicted slower (a slow flag round: small calls), the segment where it is
+// predicted faster (fast copies: large calls); on routes always, off never.
+TEST(ModelShm, AutoChoosesByTheModel) {
+  model::Model m = rates();
+  m.shm = {0.01, 0.01, 1e5, 4};  // a round of 100 us (messages: 1 us); moving bytes almost free
+  const topo::Shape s = model::two_level(2, 4);
+  config::Config cfg;
+  cfg.algo[static_cast<size_t>(config::Coll::Allreduce)] = config::Algo::Hier;
+  const model::Call small{config::Coll::Allreduce, 4096, 4}, large{config::Coll::Allreduce, 256 << 20, 4};
+  cfg.shm = config::ShmMode::Auto;
+  EXPECT_FALSE(model::plan(small, s, m, cfg).shm);
+  EXPECT_TRUE(model::plan(large, s, m, cfg).shm);
+  cfg.shm = config::ShmMode::On;
+  EXPECT_TRUE(model::plan(small, s, m, cfg).shm);
+  cfg.shm = config::ShmMode::Off;
+  EXPECT_FALSE(model::plan(large, s, m, cfg).shm);
+  // The prediction auto reports is the cheaper of the two.
+  cfg.shm = config::ShmMode::Auto;
+  const double a = model::plan(large, s, m, cfg).hier_ns;
+  cfg.shm = config::ShmMode::Off;
+  const double off = model::plan(large, s, m, cfg).hier_ns;
+  cfg.shm = config::ShmMode::On;
+  const double on = model::plan(large, s, m, cfg).hier_ns;
+  EXPECT_DOUBLE_EQ(a, std::min(off, on));
+  EXPECT_LT(on, off);
+}
+
+// A nonblocking call is planned from the MPI's nonblocking figures and libhier's (hier-tune
+// measured both on the file's shape): flat where the MPI's own nonblocking call is faster,
+// though libhier's blocking schedule beats the MPI's blocking call.
+TEST(ModelShm, NonblockingPlannedFromItsOwnFigures) {
+  model::Model m = rates();
+  m.nodes = 2, m.ranks_per_node = 2;
+  const size_t ar = static_cast<size_t>(config::Coll::Allreduce);
+  m.flat_measured[ar] = {{65536, 4e6}, {16 << 20, 400e6}};
+  m.hier_measured[ar] = {{65536, 2e6}, {16 << 20, 200e6}};     // blocking: libhier 2x faster
+  m.flat_measured_nb[ar] = {{65536, 3e6}, {16 << 20, 160e6}};  // nonblocking: the MPI's own faster
+  m.hier_measured_nb[ar] = {{65536, 5e6}, {16 << 20, 280e6}};
+  const topo::Shape s = model::two_level(2, 2);
+  config::Config cfg;
+  model::Call call{config::Coll::Allreduce, 16 << 20, 4};
+  model::Plan p = model::plan(call, s, m, cfg);
+  EXPECT_NE(p.algo, sched::Algorithm::Flat) << model::describe(p);
+  EXPECT_DOUBLE_EQ(p.hier_ns, 200e6);
+  call.nonblocking = true;
+  p = model::plan(call, s, m, cfg);
+  EXPECT_EQ(p.algo, sched::Algorithm::Flat) << model::describe(p);
+  EXPECT_DOUBLE_EQ(p.flat_ns, 160e6);
+  EXPECT_DOUBLE_EQ(p.hier_ns, 280e6);
+  // Where libhier's nonblocking schedule was measured faster, it stays hierarchical.
+  m.hier_measured_nb[ar] = {{65536, 1e6}, {16 << 20, 100e6}};
+  p = model::plan(call, s, m, cfg);
+  EXPECT_NE(p.algo, sched::Algorithm::Flat) << model::describe(p);
 }
 
 }  // namespace

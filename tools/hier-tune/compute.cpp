@@ -13,7 +13,7 @@ namespace {
 // float32 in blocks of `block` values, for int8 and int4: quantize, dequantize and the fused
 // dequantize + add, each per byte of float data (model::QuantRates). Float32 only: the model
 // counts a float64 value as its 8 bytes at the same rates.
-json measure_quant(int64_t bytes, int64_t block) {
+void measure_quant(int64_t bytes, int64_t block, model::Model& m) {
   const int64_t n = bytes / 4;
   // Gradient-like data: signs and magnitudes vary inside a block and from block to block (the
   // kernels are branch-free, but a constant block would hide nothing either way).
@@ -21,7 +21,6 @@ json measure_quant(int64_t bytes, int64_t block) {
   for (int64_t i = 0; i < n; ++i)
     x[static_cast<size_t>(i)] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * (1 + (i / block) % 13));
   std::vector<unsigned char> rec(static_cast<size_t>(hier::quant::quantized_bytes(n, block, 8)));
-  json per = json::object();
   for (int bits : {8, 4}) {
     const double q = seconds([&] {
       hier::quant::quantize(x.data(), n, block, bits, rec.data());
@@ -37,18 +36,13 @@ json measure_quant(int64_t bytes, int64_t block) {
       asm volatile("" ::"r"(acc.data()) : "memory");
     });
     const double b = static_cast<double>(bytes);
-    per[bits == 8 ? "int8" : "int4"] = {{"quantize_ns_per_byte", 1e9 * q / b},
-                                        {"dequantize_ns_per_byte", 1e9 * dq / b},
-                                        {"dequantize_add_ns_per_byte", 1e9 * dqa / b}};
+    m.quant(bits) = {1e9 * q / b, 1e9 * dq / b, 1e9 * dqa / b};
   }
-  json j = {{"block", block}, {"bytes", bytes}};
-  j.update(per);
-  return j;
 }
 
 }  // namespace
 
-json measure_compute(bool quick, int64_t quant_block) {
+void measure_compute(bool quick, int64_t quant_block, model::TuneDoc& doc) {
   const int64_t n = quick ? (1 << 20) : (4 << 20);
   std::vector<float> x(n / 4, 1.0f), y(n / 4, 2.0f);
   std::vector<char> c(n, 1), d(n);
@@ -57,13 +51,11 @@ json measure_compute(bool quick, int64_t quant_block) {
     std::memcpy(d.data(), c.data(), static_cast<size_t>(n));
     asm volatile("" ::"r"(d.data()) : "memory");
   });
-  json j = {{"reduce_ns_per_byte", 1e9 * red / n}, {"copy_ns_per_byte", 1e9 * cp / n}};
-  j["quant"] = measure_quant(n, quant_block);
-  // The one-figure keys of older files too (int8's quantize and dequantize + add, which such a
-  // reader applies to both formats and both dequantizations), for readers without compute.quant.
-  j["quantize_ns_per_byte"] = j["quant"]["int8"]["quantize_ns_per_byte"];
-  j["dequantize_ns_per_byte"] = j["quant"]["int8"]["dequantize_add_ns_per_byte"];
-  return j;
+  doc.model.reduce_ns_per_byte = 1e9 * red / static_cast<double>(n);
+  doc.model.copy_ns_per_byte = 1e9 * cp / static_cast<double>(n);
+  measure_quant(n, quant_block, doc.model);
+  doc.quant_block = quant_block;
+  doc.quant_bytes = n;
 }
 
 }  // namespace hier::tune

@@ -1,5 +1,6 @@
 // hier-tune: measures libhier's machine model on the user's machine and writes one JSON file
-// in the format "libhier-tune/2" (docs/tune-file.md) for HIER_TUNE_FILE: the collectives
+// in the format "libhier-tune/2" (docs/tune-file.md) for HIER_TUNE_FILE, through the one schema
+// the loader reads (model/tune_schema.hpp): the collectives
 // planner's per-level parameters and the datatype engine's cost lines.
 //   mpiexec -n N hier-tune [-o FILE] [--quick] [--ladder] [--level-steps]   (launched like the application)
 //   hier-run mpiexec -n N hier-tune ...                                    (libhier's schedules too)
@@ -28,13 +29,21 @@
 //    pays for waking its members, inside a schedule they run already. The cost code uses them
 //    for level steps of that member count (docs/model.md, "Measured level steps"). Only when
 //    every node has as many ranks.
+//  - shm (HIER_SHM's segment, shm.cpp): on a segment of each node's members, every member at
+//    once, the time per byte of copying into and out of the slots and of folding the peers'
+//    slots, and one flag round; what the planner costs steps through the segment with, and what
+//    HIER_SHM=auto weighs against the MPI's messages.
 //  - flat_measured: the MPI's own Allreduce / Allgather / Reduce_scatter_block / Bcast on the
-//    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them.
+//    whole communicator, 64 KiB .. 16 MiB, bytes counted as the planner counts them; and
+//    flat_measured_nonblocking: the same through MPI_Iallreduce / MPI_Iallgather /
+//    MPI_Ireduce_scatter_block / MPI_Ibcast, each followed at once by MPI_Wait (the planner's
+//    figure for a nonblocking call).
 //  - hier_measured (when libhier is preloaded, unless --no-hier; --hier without it: an error):
 //    the same four collectives at the same sizes through libhier with HIER_ALGO=hier
 //    (HIER_QUANT=off, HIER_CHUNK=auto; HIER_LEVELS as the job sets it): its hierarchical
 //    schedules as the planner picks them, which are the planner's hierarchical prediction on
-//    this shape (docs/model.md, "Measured schedules").
+//    this shape (docs/model.md, "Measured schedules"); and hier_measured_nonblocking, the same
+//    through the nonblocking calls.
 //  - dtype: the datatype engine's model (the "p2p" object of libhier-tune/1): time(bytes, blocks)
 //    = a + b * bytes + c * blocks fitted by least squares for libhier's engine and the MPI's own
 //    PMPI_Pack/PMPI_Unpack over vectors of 4 B .. 4 KiB blocks, and one message end to end
@@ -50,6 +59,7 @@
 #include <string>
 
 #include "config/config.hpp"
+#include "model/load.hpp"
 #include "util/files.hpp"
 #include "measure.hpp"
 
@@ -182,31 +192,35 @@ int main(int argc, char** argv) {
                  "(no levels.X.steps)\n",
                  s.ppn);
 
-  json levels = json::object();
+  hier::model::TuneDoc doc;  // written through the one schema (model/tune_schema.hpp) the loader reads
+  hier::model::Model& m = doc.model;
+  m.family = hier::model::build_family();
+  m.nodes = s.nodes;
+  m.ranks_per_node = s.ppn;
   std::vector<char> buf((quick ? 1 : 4) << 20, 1);
   // intra: node 0, members i -> i + 1 (mod ppn), k = 1 .. ppn flows: with k = ppn every member
   // sends and receives, as in a ring step of a level collective (the model's flows of a step
   // inside a node are the members running it).
-  if (s.ppn >= 2) {
+  doc.has.intra = s.ppn >= 2;
+  if (doc.has.intra) {
     const int ppn = s.ppn;
-    levels["intra"] = measure_level(s, map, 0, 0, [](int i) { return i; }, [ppn](int i) { return (i + 1) % ppn; },
-                                    ppn, quick, ladder, buf, s.node_comm, s.ppn);
+    m.intra = measure_level(s, map, 0, 0, [](int i) { return i; }, [ppn](int i) { return (i + 1) % ppn; }, ppn, quick,
+                            ladder, buf, s.node_comm, s.ppn, doc.intra_notes);
     // (every node the same size: the communicators of the level are alike)
-    if (s.uniform && level_steps)
-      levels["intra"]["steps"] = measure_steps(s.node_comm, s.ppn, quick, levels["intra"]["busy_latency_ns"].get<double>());
+    if (s.uniform && level_steps) measure_steps(s.node_comm, s.ppn, quick, doc.intra_notes.busy_latency_ns, m.intra);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one rank per node: levels.intra not measured\n");
   }
   // inter: node 0 member i -> node 1 member i, i < k, k = 1 .. ppn
-  if (s.nodes >= 2) {
+  doc.has.inter = s.nodes >= 2;
+  if (doc.has.inter) {
     int ppn1 = 0;
     for (size_t r = 0; r < map.node.size(); ++r) ppn1 += map.node[r] == 1;
     MPI_Comm cross = MPI_COMM_NULL;  // the ranks of one node position, one per node
     PMPI_Comm_split(MPI_COMM_WORLD, s.local, s.rank, &cross);
-    levels["inter"] = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; },
-                                    std::min(s.ppn, ppn1), quick, ladder, buf, cross, s.nodes);
-    if (s.uniform && level_steps)
-      levels["inter"]["steps"] = measure_steps(cross, s.nodes, quick, levels["inter"]["busy_latency_ns"].get<double>());
+    m.inter = measure_level(s, map, 0, 1, [](int i) { return i; }, [](int i) { return i; }, std::min(s.ppn, ppn1),
+                            quick, ladder, buf, cross, s.nodes, doc.inter_notes);
+    if (s.uniform && level_steps) measure_steps(cross, s.nodes, quick, doc.inter_notes.busy_latency_ns, m.inter);
     PMPI_Comm_free(&cross);
   } else if (rank == 0) {
     std::fprintf(stderr, "hier-tune: one node: only levels.intra is measured (no levels.inter)\n");
@@ -215,19 +229,24 @@ int main(int argc, char** argv) {
   // every member, which is the busy latency of the slower level (validated on the emulated
   // cluster: the hierarchical schedules' small-message times exceeded the predictions by about
   // one busy latency per level step; bench/RESULTS.md, "Model validation").
-  double step_overhead = 0;
-  for (const auto& [name, lv] : levels.items()) step_overhead = std::max(step_overhead, lv.value("busy_latency_ns", 0.0));
-  const json compute = measure_compute(quick, quant_block);  // every rank measures; rank 0's figures are kept
-  const json flat = measure_colls(s, quick, false);
-  json hier_pts;
+  m.step_overhead_ns = std::max({0.0, doc.intra_notes.busy_latency_ns, doc.inter_notes.busy_latency_ns});
+  doc.has.step_overhead = m.step_overhead_ns > 0;  // else the built-in's
+  measure_compute(quick, quant_block, doc);  // every rank measures; rank 0's figures are kept
+  doc.has.shm = measure_shm(s, quick, m.shm);
+  if (!doc.has.shm && rank == 0)
+    std::fprintf(stderr, "hier-tune: no shared segment on the nodes (one rank per node, or none could be mapped): no shm section\n");
+  m.flat_measured = measure_colls(s, quick, false, false);
+  m.flat_measured_nb = measure_colls(s, quick, false, true);
   if (hier) {
     if (s.nodes < 2 && rank == 0)
       std::fprintf(stderr,
                    "hier-tune: one node: libhier's schedules measured on the levels HIER_LEVELS gives (the planner "
                    "uses hier_measured only on a shape across nodes)\n");
-    hier_pts = measure_colls(s, quick, true);
+    m.hier_measured = measure_colls(s, quick, true, false);
+    m.hier_measured_nb = measure_colls(s, quick, true, true);
+    doc.has.hier_measured = true;
   }
-  const json dtype = measure_dtype(rank, size, quick, pair);
+  doc.dtype_json = measure_dtype(rank, size, quick, pair).dump();
 
   if (rank == 0) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -240,27 +259,8 @@ int main(int argc, char** argv) {
       if (c == '\t') c = ' ';
     char host[256] = {0};
     gethostname(host, sizeof host - 1);
-#if defined(OMPI_MAJOR_VERSION)
-    const char* family = "openmpi";
-#else
-    const char* family = "mpich";
-#endif
-    json j = {{"format", "libhier-tune/2"},
-              {"machine",
-               {{"host", host},
-                {"mpi_family", family},
-                {"mpi_library", l},
-                {"nodes", s.nodes},
-                {"ranks_per_node", s.ppn},
-                {"measured", iso_now()},
-                {"tool", "hier-tune 5"}}},
-              {"levels", levels},
-              {"compute", compute},
-              {"flat_measured", flat},
-              {"dtype", dtype}};
-    if (hier) j["hier_measured"] = hier_pts;
-    if (step_overhead > 0) j["planner"] = {{"step_overhead_ns", step_overhead}};  // else the built-in's
-    const std::string text = j.dump(2) + "\n";
+    doc.machine = {host, l, iso_now(), "hier-tune 6"};
+    const std::string text = hier::model::write(doc);
     if (out.empty()) {
       std::fputs(text.c_str(), stdout);
     } else {

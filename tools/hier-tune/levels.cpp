@@ -96,47 +96,47 @@ double flow_ns_per_byte(const std::vector<int>& senders, const std::vector<int>&
 // 0-byte exchange, taken off). The cost code interpolates between the sizes: a protocol switch
 // (eager to rendezvous: one more round trip above the MPI's eager limit) shows as a step that one
 // latency + bytes / bandwidth line cannot draw.
-json measure_ladder(const std::vector<int>& snd, const std::vector<int>& rcv, int rank, std::vector<char>& buf,
-                    bool quick) {
+void measure_ladder(const std::vector<int>& snd, const std::vector<int>& rcv, int rank, std::vector<char>& buf,
+                    bool quick, model::LevelParams& out) {
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{4 << 10, 64 << 10, 1 << 20}
                                            : std::vector<int64_t>{4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
   const int reps = quick ? 3 : 5;
   const std::vector<int> s1(snd.begin(), snd.begin() + 1), r1(rcv.begin(), rcv.begin() + 1);
   const double ack1 = 0.5 * flow_ns(s1, r1, rank, buf, 0, reps), ack_all = 0.5 * flow_ns(snd, rcv, rank, buf, 0, reps);
-  json pts = json::array();
+  out.ladder.clear();
   for (int64_t b : sizes) {
     if (b > static_cast<int64_t>(buf.size())) break;
     const double one = std::max(flow_ns(s1, r1, rank, buf, b, reps) - ack1, 0.0);
     const double all = snd.size() > 1 ? std::max(flow_ns(snd, rcv, rank, buf, b, reps) - ack_all, 0.0) : one;
-    pts.push_back({{"bytes", b}, {"ns", one}, {"ns_all", all}});
+    out.ladder.push_back({static_cast<double>(b), one, all});
   }
-  return {{"flows", static_cast<int>(snd.size())}, {"points", pts}};
+  out.ladder_flows = static_cast<int>(snd.size());
 }
 
 }  // namespace
 
-json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::function<int(int)>& la,
-                   const std::function<int(int)>& lb, int max_flows, bool quick, bool ladder, std::vector<char>& buf,
-                   MPI_Comm busy, int busy_members) {
+model::LevelParams measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::function<int(int)>& la,
+                                 const std::function<int(int)>& lb, int max_flows, bool quick, bool ladder,
+                                 std::vector<char>& buf, MPI_Comm busy, int busy_members, model::LevelNotes& notes) {
   const int a0 = m.find(na, la(0)), b0 = m.find(nb, lb(0));
   const double pingpong = latency_ns(a0, b0, s.rank, quick ? 20 : 100);
   const double busy_ns = busy_latency_ns(busy, rounds_of(busy_members));
   const double lat = std::max(pingpong, busy_ns);
   const int64_t bytes = quick ? (1 << 20) : (4 << 20);
   const int reps = quick ? 3 : 5;
-  json conc = json::array();
-  double one = 0;
+  model::LevelParams out;
+  out.latency_ns = lat;
+  notes.pingpong_latency_ns = pingpong;
+  notes.busy_latency_ns = busy_ns;
   std::vector<int> snd, rcv;
   for (int k = 1; k <= max_flows; ++k) {
     snd.push_back(m.find(na, la(k - 1)));
     rcv.push_back(m.find(nb, lb(k - 1)));
     const double x = flow_ns_per_byte(snd, rcv, s.rank, buf, bytes, reps, lat);
-    if (k == 1) one = x;
-    conc.push_back({{"flows", k}, {"ns_per_byte", x}});
+    if (k == 1) out.ns_per_byte = x;
+    out.concurrent.push_back({k, x});
   }
-  json out = {{"latency_ns", lat}, {"pingpong_latency_ns", pingpong}, {"busy_latency_ns", busy_ns},
-              {"ns_per_byte", one}, {"concurrent", conc}};
-  if (ladder) out["ladder"] = measure_ladder(snd, rcv, s.rank, buf, quick);
+  if (ladder) measure_ladder(snd, rcv, s.rank, buf, quick, out);
   return out;
 }
 
@@ -152,41 +152,40 @@ json measure_level(const Shape& s, const RankMap& m, int na, int nb, const std::
 // communicator of the level).
 // Cost: 4 collectives x sizes x (reps + 1) calls; 5 x 4 on the emulated cluster at ~10-200 ms a
 // call: 2-16 s per level.
-json measure_steps(MPI_Comm level, int members, bool quick, double start_ns) {
+void measure_steps(MPI_Comm level, int members, bool quick, double start_ns, model::LevelParams& out) {
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{16 << 10, 256 << 10}
                                            : std::vector<int64_t>{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20};
   const int reps = 3;
-  json out = {{"members", members}};
+  out.step_members = members;
   const int64_t cap = sizes.back();
   std::vector<float> a(cap / 4 + members, 1.0f), b(cap / 4 + members, 0.0f);
   // call(n) runs the collective for (about) n bytes and returns the bytes it counts.
-  auto run = [&](const char* name, const std::function<int64_t(int64_t, bool)>& call) {
-    json pts = json::array();
+  auto run = [&](config::Coll c, const std::function<int64_t(int64_t, bool)>& call) {
+    std::vector<model::Point>& pts = out.steps[static_cast<size_t>(c)];
+    pts.clear();
     for (int64_t n : sizes) {
       const double t = 1e9 * timed(MPI_COMM_WORLD, reps, [&] { call(n, true); });
-      pts.push_back({{"bytes", call(n, false)}, {"ns", std::max(t - start_ns, 0.2 * t)}, {"measured_ns", t}});
+      pts.push_back({static_cast<double>(call(n, false)), std::max(t - start_ns, 0.2 * t), t});
     }
-    out[name] = pts;
   };
-  run("allreduce", [&](int64_t n, bool go) {
+  run(config::Coll::Allreduce, [&](int64_t n, bool go) {
     if (go) PMPI_Allreduce(a.data(), b.data(), static_cast<int>(n / 4), MPI_FLOAT, MPI_SUM, level);
     return n / 4 * 4;
   });
-  run("allgather", [&](int64_t n, bool go) {  // the whole output
+  run(config::Coll::Allgather, [&](int64_t n, bool go) {  // the whole output
     const int per = static_cast<int>(n / 4 / members);
     if (go) PMPI_Allgather(a.data(), per, MPI_FLOAT, b.data(), per, MPI_FLOAT, level);
     return static_cast<int64_t>(per) * 4 * members;
   });
-  run("reduce_scatter_block", [&](int64_t n, bool go) {  // the whole input
+  run(config::Coll::ReduceScatterBlock, [&](int64_t n, bool go) {  // the whole input
     const int per = static_cast<int>(n / 4 / members);
     if (go) PMPI_Reduce_scatter_block(a.data(), b.data(), per, MPI_FLOAT, MPI_SUM, level);
     return static_cast<int64_t>(per) * 4 * members;
   });
-  run("bcast", [&](int64_t n, bool go) {
+  run(config::Coll::Bcast, [&](int64_t n, bool go) {
     if (go) PMPI_Bcast(a.data(), static_cast<int>(n / 4), MPI_FLOAT, 0, level);
     return n / 4 * 4;
   });
-  return out;
 }
 
 }  // namespace hier::tune

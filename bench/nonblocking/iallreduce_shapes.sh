@@ -1,0 +1,61 @@
+#!/bin/bash
+# Issue 26, "nonblocking calls never slower than the MPI's own": a 16 MiB float32 MPI_Iallreduce
+# followed at once by MPI_Wait, HIER_PROGRESS=thread (bench_overlap's t_comm, median of --iters 3) on the emulated
+# cluster, the MPI alone against libhier with the built-in model and libhier with a tune file
+# that hier-tune measured on the same shape (with libhier preloaded: flat_measured_nonblocking
+# and hier_measured_nonblocking, which the planner weighs for a nonblocking call). The variants
+# alternate run by run, REPS runs each; prints per shape the median t_comm (ms) and its ratio to
+# the MPI alone's, then the packets each node's link dropped. Needs root.
+#   bench/nonblocking/iallreduce_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:2 4:2")
+cd "$(dirname "$0")/../.."
+mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:2 4:2"}
+b=$PWD/build/$mpi
+name=nbs
+tools/minicluster --name $name down >/dev/null 2>&1
+tools/minicluster --name $name up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
+trap 'tools/minicluster --name $name down >/dev/null 2>&1' EXIT
+out=/tmp/nbshapes.$mpi; rm -rf $out; mkdir -p $out
+for shape in $shapes; do
+  n=${shape%:*} p=${shape#*:}
+  tools/minicluster --name $name run --timeout 900 --done-file $out/tune.$n.$p.json --mpi $mpi --use-nodes $n --ppn $p \
+    --preload $b/libhier.so -- $b/hier-tune -o $out/tune.$n.$p.json > $out/tune.$n.$p.log 2>&1
+  [ -s $out/tune.$n.$p.json ] || { echo "hier-tune failed on $n x $p: $(tail -3 $out/tune.$n.$p.log)"; exit 1; }
+done
+run() { # nodes ppn variant rep
+  local n=$1 p=$2 v=$3 rep=$4 envs=(HIER_PROGRESS=thread) pre=(--preload $b/libhier.so)
+  case $v in
+    mpi) envs+=(HIER_DISABLE=1);;
+    builtin) ;;
+    tuned) envs+=(HIER_TUNE_FILE=$out/tune.$n.$p.json);;
+  esac
+  local f=$out/$n.$p.$v.$rep
+  env "${envs[@]}" tools/minicluster --name $name run --timeout 300 --done-file $f.done --mpi $mpi --use-nodes $n \
+    --ppn $p "${pre[@]}" -- $b/bench/nonblocking/bench_overlap --iters 3 --work fixed --done $f.done > $f.txt 2>&1
+}
+for rep in $(seq 1 "$reps"); do
+  for shape in $shapes; do
+    for v in mpi builtin tuned; do run ${shape%:*} ${shape#*:} $v $rep; done
+  done
+done
+python3 - "$out" "$shapes" <<'PY'
+import glob, re, statistics, sys
+out, shapes = sys.argv[1], sys.argv[2].split()
+def t_comm(path):
+    m = re.search(r"t_comm_ms ([0-9.]+)", open(path).read())
+    return float(m.group(1)) if m else None
+print("| nodes x ranks | MPI alone, ms | libhier built-in model | libhier + hier-tune file |")
+print("|---|---:|---:|---:|")
+for s in shapes:
+    n, p = s.split(":")
+    cells, base = [], None
+    for v in ("mpi", "builtin", "tuned"):
+        runs = sorted(x for x in (t_comm(f) for f in glob.glob(f"{out}/{n}.{p}.{v}.*.txt")) if x is not None)
+        if not runs:
+            cells.append("-"); continue
+        m = statistics.median(runs)
+        base = m if v == "mpi" else base
+        ratio = f" ({m / base:.2f}x the MPI)" if base and v != "mpi" else ""
+        cells.append(f"{m:.0f} [{' '.join(f'{x:.0f}' for x in runs)}]{ratio}")
+    print(f"| {n} x {p} | " + " | ".join(cells) + " |")
+PY
+tools/minicluster --name $name links 2>&1 | tail -8
