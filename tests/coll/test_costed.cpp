@@ -104,7 +104,8 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
                                std::to_string(rank);
       const std::optional<Ran> ran = call(coll, n, c);
       const model::Call mc = planned(coll, n, P);
-      const auto plan_it = ctx->plans.find({static_cast<int>(coll), mc.bytes, mc.elem_size, false});
+      // (coll, bytes, elem_size, quantizable, nonblocking): exact blocking calls.
+      const auto plan_it = ctx->plans.find(std::make_tuple(static_cast<int>(coll), mc.bytes, mc.elem_size, false, false));
       if (!ran) {  // left to the MPI: the plan said flat, or there was no plan
         EXPECT_TRUE(plan_it == ctx->plans.end() || plan_it->second.algo == sched::Algorithm::Flat) << what;
         continue;
