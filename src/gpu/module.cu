@@ -275,5 +275,8 @@ const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stre
 }  // namespace hier::gpu
 
 extern "C" __attribute__((visibility("default"))) const hier::device::ModuleTable* hier_device_module(uint32_t abi) {
+#if defined(HIER_GPU_SIM)
+  if (!hier::gpu::sim::usable()) return nullptr;  // no simulated device in this process
+#endif
   return abi == hier::device::kModuleAbi ? &hier::gpu::kTable : nullptr;
 }

@@ -99,6 +99,7 @@ int enqueue(Stream s, std::function<void()> work) {
 }
 
 void* alias(const void* p) { return hooks().alias(p); }
+bool usable() { return hooks().ok(); }
 
 }  // namespace hier::gpu::sim
 

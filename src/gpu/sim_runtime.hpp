@@ -30,6 +30,8 @@ struct StreamImpl;
 using Stream = StreamImpl*;
 
 int enqueue(Stream s, std::function<void()> work);
+// Whether the process has a simulated device (its hooks): without one the module is unusable.
+bool usable();
 void* alias(const void* p);
 
 // Launch arguments as the simulated kernel sees them: device addresses through their aliases.
