@@ -71,27 +71,28 @@ namespace dtype_detail {
 // (dtype/device_pack.hpp), GPU-aware MPI or not: a GPU-aware MPI would pack device memory by
 // its own means (TEMPI measured those as the slow part). nullopt: no module, or not a case it
 // takes; the staged path or the MPI then has the call.
-inline std::optional<Outcome> on_device(const void* in, int n, MPI_Datatype t, void* out, int size, int* pos,
-                                        MPI_Comm c) {
+template <class Run>
+std::optional<Outcome> by_module(int* pos, const char* what, Run run) {
   const device::ModuleTable* m = pos ? device::module(config::get().gpu_module.c_str()) : nullptr;
   if (!m) return std::nullopt;
   int64_t p = *pos;
-  const auto rc = dtype::device_pack_call(*m, in, n, t, out, size, p, c, limit_of<int>());
+  const std::optional<int> rc = run(*m, p);
   if (!rc) return std::nullopt;
-  device::note_untouched(device::MemKind::Device, "kernel_pack");
+  device::note_untouched(device::MemKind::Device, what);
   if (*rc == MPI_SUCCESS) *pos = static_cast<int>(p);
   return Outcome{*rc, diag::AlgoTag::Packed};
 }
+inline std::optional<Outcome> on_device(const void* in, int n, MPI_Datatype t, void* out, int size, int* pos,
+                                        MPI_Comm c) {
+  return by_module(pos, "kernel_pack", [&](const device::ModuleTable& m, int64_t& p) {
+    return dtype::device_pack_call(m, in, n, t, out, size, p, c, limit_of<int>());
+  });
+}
 inline std::optional<Outcome> on_device(const void* in, int size, int* pos, void* out, int n, MPI_Datatype t,
                                         MPI_Comm c) {
-  const device::ModuleTable* m = pos ? device::module(config::get().gpu_module.c_str()) : nullptr;
-  if (!m) return std::nullopt;
-  int64_t p = *pos;
-  const auto rc = dtype::device_unpack_call(*m, in, size, p, out, n, t, c, limit_of<int>());
-  if (!rc) return std::nullopt;
-  device::note_untouched(device::MemKind::Device, "kernel_unpack");
-  if (*rc == MPI_SUCCESS) *pos = static_cast<int>(p);
-  return Outcome{*rc, diag::AlgoTag::Packed};
+  return by_module(pos, "kernel_unpack", [&](const device::ModuleTable& m, int64_t& p) {
+    return dtype::device_unpack_call(m, in, size, p, out, n, t, c, limit_of<int>());
+  });
 }
 
 // MPI_Pack / MPI_Unpack with device buffers on an MPI that is not GPU-aware (core/device_p2p.hpp):

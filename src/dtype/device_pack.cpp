@@ -72,38 +72,37 @@ std::optional<int> with_packed(const device::ModuleTable& m, char* packed, int64
   return m.sync(s) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
-}  // namespace
-
-std::optional<int> device_pack_call(const device::ModuleTable& m, const void* inbuf, int64_t incount, MPI_Datatype t,
-                                    void* outbuf, int64_t outsize, int64_t& position, MPI_Comm comm, int64_t limit) {
-  CanonRef c = checked(inbuf, outbuf, incount, outsize, position, comm, t);
+// One call of either direction: `count` elements of t at `typed` (device memory), the packed
+// stream at packed + position, `bytes` long.
+std::optional<int> run_call(const device::ModuleTable& m, bool to_packed, void* typed, int64_t count, MPI_Datatype t,
+                            char* packed, int64_t bytes, int64_t& position, MPI_Comm comm, int64_t limit) {
+  CanonRef c = checked(typed, packed, count, bytes, position, comm, t);
   if (!c) return std::nullopt;
-  const int64_t need = packed_bytes(incount, c->size);
-  if (need < 0 || outsize - position < need || need > limit - position) return std::nullopt;
+  const int64_t need = packed_bytes(count, c->size);
+  if (need < 0 || bytes - position < need || need > limit - position) return std::nullopt;
   if (need == 0) return MPI_SUCCESS;
   const void* prog = device_program(const_cast<Canon&>(*c), m);
   if (!prog) return std::nullopt;
-  auto rc = with_packed(m, static_cast<char*>(outbuf) + position, need, true, [&](char* dev, void* s) {
-    return m.pack(prog, inbuf, incount, dev, s);
+  auto rc = with_packed(m, packed + position, need, to_packed, [&](char* dev, void* s) {
+    return to_packed ? m.pack(prog, typed, count, dev, s) : m.unpack(prog, dev, count, typed, s);
   });
   if (rc && *rc == MPI_SUCCESS) position += need;
   return rc;
 }
 
+}  // namespace
+
+std::optional<int> device_pack_call(const device::ModuleTable& m, const void* inbuf, int64_t incount, MPI_Datatype t,
+                                    void* outbuf, int64_t outsize, int64_t& position, MPI_Comm comm, int64_t limit) {
+  return run_call(m, true, const_cast<void*>(inbuf), incount, t, static_cast<char*>(outbuf), outsize, position, comm,
+                  limit);
+}
+
 std::optional<int> device_unpack_call(const device::ModuleTable& m, const void* inbuf, int64_t insize,
                                       int64_t& position, void* outbuf, int64_t outcount, MPI_Datatype t, MPI_Comm comm,
                                       int64_t limit) {
-  CanonRef c = checked(outbuf, inbuf, outcount, insize, position, comm, t);
-  if (!c) return std::nullopt;
-  const int64_t need = packed_bytes(outcount, c->size);
-  if (need < 0 || insize - position < need || need > limit - position) return std::nullopt;
-  if (need == 0) return MPI_SUCCESS;
-  const void* prog = device_program(const_cast<Canon&>(*c), m);
-  if (!prog) return std::nullopt;
-  auto rc = with_packed(m, const_cast<char*>(static_cast<const char*>(inbuf)) + position, need, false,
-                        [&](char* dev, void* s) { return m.unpack(prog, dev, outcount, outbuf, s); });
-  if (rc && *rc == MPI_SUCCESS) position += need;
-  return rc;
+  return run_call(m, false, outbuf, outcount, t, const_cast<char*>(static_cast<const char*>(inbuf)), insize, position,
+                  comm, limit);
 }
 
 }  // namespace hier::dtype
