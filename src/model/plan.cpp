@@ -186,8 +186,16 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   p.shm = best_shm;
   // The MPI's own call: its nonblocking one for a nonblocking call, where measured.
   p.flat_ns = flat_cost(call.coll, call.bytes, s, m, call.nonblocking);
+  // A nonblocking call is hierarchical only where hier-tune timed both nonblocking calls on this
+  // shape. Costed as a blocking call instead, libhier's MPI_Iallreduce measured 1.60x and 2.66x
+  // the MPI's own on 2 x 2 and 4 x 2 (16 MiB, idle machine; with the tune file 0.97x and 1.00x:
+  // bench/RESULTS.md, "Nonblocking calls planned from their own figures"), so without those
+  // figures the MPI's own nonblocking call is the safe choice.
+  const bool nb_measured = nb_hier && !m.flat_measured_nb[ci].empty() && measured_shape(s, m);
   if (forced == config::Algo::Hier) {
     p.algo = best_a, p.chunks = best_c, p.why = "HIER_ALGO=hier";
+  } else if (call.nonblocking && !nb_measured) {
+    p.why = "nonblocking call not measured on this shape (hier-tune): the MPI's own";
   } else if (best < p.flat_ns * (1.0 - m.margin)) {
     p.algo = best_a, p.chunks = best_c, p.why = "cheaper by the model";
   } else {

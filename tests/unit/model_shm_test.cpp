@@ -130,4 +130,31 @@ TEST(ModelShm, NonblockingPlannedFromItsOwnFigures) {
   EXPECT_NE(p.algo, sched::Algorithm::Flat) << model::describe(p);
 }
 
+// Without nonblocking figures for the shape (the built-in model, or another shape than the tune
+// file's), a nonblocking call goes to the MPI's own call, though the blocking one is hierarchical;
+// HIER_ALGO=hier still forces libhier's schedule.
+TEST(ModelShm, NonblockingWithoutFiguresIsFlat) {
+  model::Model m = rates();
+  m.nodes = 2, m.ranks_per_node = 2;
+  const size_t ar = static_cast<size_t>(config::Coll::Allreduce);
+  m.flat_measured[ar] = {{65536, 4e6}, {16 << 20, 400e6}};
+  m.hier_measured[ar] = {{65536, 2e6}, {16 << 20, 200e6}};
+  config::Config cfg;
+  model::Call call{config::Coll::Allreduce, 16 << 20, 4};
+  call.nonblocking = true;
+  for (const topo::Shape& s : {model::two_level(2, 2), model::two_level(4, 2)}) {
+    model::Call blocking = call;
+    blocking.nonblocking = false;
+    EXPECT_NE(model::plan(blocking, s, m, cfg).algo, sched::Algorithm::Flat);
+    EXPECT_EQ(model::plan(call, s, m, cfg).algo, sched::Algorithm::Flat) << model::describe(model::plan(call, s, m, cfg));
+  }
+  // Measured on 2 x 2 only: 4 x 2 stays with the MPI's own call.
+  m.flat_measured_nb[ar] = {{65536, 3e6}, {16 << 20, 300e6}};
+  m.hier_measured_nb[ar] = {{65536, 1e6}, {16 << 20, 100e6}};
+  EXPECT_NE(model::plan(call, model::two_level(2, 2), m, cfg).algo, sched::Algorithm::Flat);
+  EXPECT_EQ(model::plan(call, model::two_level(4, 2), m, cfg).algo, sched::Algorithm::Flat);
+  cfg.algo.fill(config::Algo::Hier);
+  EXPECT_NE(model::plan(call, model::two_level(4, 2), m, cfg).algo, sched::Algorithm::Flat);
+}
+
 }  // namespace
