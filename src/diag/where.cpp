@@ -219,24 +219,25 @@ std::vector<Frame> resolve(const std::vector<const void*>& ras) {
   }
   std::lock_guard<std::mutex> lk(g_cache_mu);
   for (auto& [obj, v] : by_obj) {
-    std::vector<std::pair<size_t, uintptr_t>> todo;
+    // (frame index, offset) of the frames of obj not in the cache yet: one addr2line run for all.
+    std::vector<std::pair<size_t, uintptr_t>> unresolved;
     for (auto& p : v) {
       const auto it = g_cache.find({obj, p.second});
       if (it == g_cache.end()) {
-        todo.push_back(p);
+        unresolved.push_back(p);
         continue;
       }
       Frame& f = frames[p.first];
       if (!it->second.first.empty()) f.function = it->second.first;
       f.file_line = it->second.second;
     }
-    if (todo.empty() || !may_run_now()) continue;
+    if (unresolved.empty() || !may_run_now()) continue;
     std::vector<uintptr_t> addrs;
-    for (auto& p : todo) addrs.push_back(p.second);
+    for (auto& p : unresolved) addrs.push_back(p.second);
     const std::vector<std::string> lines = run_addr2line(obj, addrs);
-    if (lines.size() != 2 * todo.size()) continue;
-    for (size_t k = 0; k < todo.size(); ++k) {
-      Frame& f = frames[todo[k].first];
+    if (lines.size() != 2 * unresolved.size()) continue;
+    for (size_t k = 0; k < unresolved.size(); ++k) {
+      Frame& f = frames[unresolved[k].first];
       std::string fn;
       if (lines[2 * k] != "??") fn = f.function = lines[2 * k];
       std::string fl = lines[2 * k + 1];
@@ -244,7 +245,7 @@ std::vector<Frame> resolve(const std::vector<const void*>& ras) {
       if (d != std::string::npos) fl.resize(d);
       if (fl.rfind("??", 0) != 0 && fl.find(":0") == std::string::npos && fl.find(":?") == std::string::npos)
         f.file_line = basename_of(fl);
-      g_cache[{obj, todo[k].second}] = {fn, f.file_line};
+      g_cache[{obj, unresolved[k].second}] = {fn, f.file_line};
     }
   }
   return frames;
