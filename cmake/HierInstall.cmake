@@ -20,6 +20,14 @@ set(HIER_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/hier)
 # The library, exported as hier::<mpi> (no usage requirements: the program brings its own MPI).
 set_target_properties(hier PROPERTIES EXPORT_NAME ${HIER_MPI})
 install(TARGETS hier EXPORT hier-${HIER_MPI} LIBRARY DESTINATION ${HIER_INSTALL_LIBDIR})
+# The GPU modules go beside libhier.so: device/module.cpp looks for them in libhier.so's own
+# directory. The simulated device (libhier-sim.so) is for the tests and is not installed.
+if(TARGET hier_gpu_cuda)
+  install(TARGETS hier_gpu_cuda LIBRARY DESTINATION ${HIER_INSTALL_LIBDIR})
+endif()
+if(TARGET hier_gpu_hip)
+  install(FILES ${HIER_GPU_HIP_MODULE} DESTINATION ${HIER_INSTALL_LIBDIR})
+endif()
 install(EXPORT hier-${HIER_MPI} NAMESPACE hier:: FILE hier-${HIER_MPI}-targets.cmake
         DESTINATION ${HIER_INSTALL_CMAKEDIR})
 

@@ -86,7 +86,7 @@ def expected_files(a):
             f"{lib}/pkgconfig/hier-{mpi}.pc", f"{lib}/cmake/hier/hier-config.cmake",
             f"{lib}/cmake/hier/hier-config-version.cmake", f"{lib}/cmake/hier/hier-{mpi}-targets.cmake",
             "share/doc/libhier/README.md", "share/doc/libhier/docs/collectives.md", "share/doc/libhier/docs/img/hier-report-straggle.png",
-            "share/libhier/examples/train_mlp.cpp"]
+            "share/libhier/examples/train_mlp.cpp"] + [f"{lib}/hier/{mpi}/{m}" for m in a.gpu_module]
 
 
 def other(mpi):
@@ -308,6 +308,8 @@ def main():
     ap.add_argument("--mpicc")
     ap.add_argument("--consumer")
     ap.add_argument("--real", action="store_true")
+    ap.add_argument("--gpu-module", action="append", default=[],
+                    help="a GPU module file name this build made, expected beside libhier.so")
     argv = sys.argv[1:]
     sep = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:sep])
