@@ -119,6 +119,12 @@ def gen_fn_header(funcs):
     out += [f"  Fn::{f.short[:-2] if f.large else f.short}," for f in funcs]
     out += ["};\n", "constexpr Fn base_of(Fn f) { return kFnBase[static_cast<int>(f)]; }\n",
             ]
+    # By position, not by type: MPICH's MPI_Comm is an int, like the counts beside it.
+    out += ["// The position of the function's communicator argument (MPI_Comm comm, passed by value),",
+            "// -1 where it has none: the collectives' dispatch finds the communicator with it.",
+            "inline constexpr int8_t kFnCommArg[] = {"]
+    out += [f"  {next((i for i, p in enumerate(f.params) if p.type == 'MPI_Comm' and not p.array), -1)}," for f in funcs]
+    out += ["};\n", "constexpr int comm_arg(Fn f) { return kFnCommArg[static_cast<int>(f)]; }\n"]
     for flag, name, what in (("agree", "kFnBytesAgree", "the call's bytes are the same on every rank of a correct program"),
                              ("all", "kFnWaitsForAll", "no rank leaves the call before every rank has entered it")):
         out += [f"// api.txt's flag {flag}: {what}.", f"inline constexpr bool {name}[] = {{"]

@@ -15,6 +15,7 @@
 #include "core/wrap.hpp"
 #include "device/runtime_copy.hpp"
 #include "exec/coll_quant.hpp"
+#include "exec/context.hpp"
 #include "exec/entry.hpp"
 #include "exec/prepare.hpp"
 #include "exec/request.hpp"
@@ -152,6 +153,10 @@ template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   exec::progress();  // libhier's outstanding nonblocking collectives advance in every collective call
+  // Every collective, rewritten or not, enters its communicator first: the first one creates
+  // libhier's shadow of it on every rank alike (exec/context.hpp), whatever each rank calls.
+  static_assert(comm_arg(F) >= 0, "a collective without a communicator argument");
+  exec::enter(std::get<comm_arg(F)>(std::tie(args...)));
   if constexpr (coll_detail::has_nonblocking<B>) {
     constexpr Fn BB = coll_detail::blocking_of<B>();
     if constexpr ((std::is_convertible_v<decltype(coll_detail::narrow(args)), decltype(args)> && ...) &&

@@ -1,5 +1,6 @@
 #include "exec/context.hpp"
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -22,14 +23,20 @@ int g_keyval = MPI_KEYVAL_INVALID;
 std::vector<Context*> g_live;                 // for the finalize hook and the census
 std::map<std::string, long> g_shapes;          // report: shape description -> communicators
 long g_created = 0;                            // report: contexts ever created
+// The communicator entered last (a one-entry cache of "its context exists", so that entering
+// costs one load on the hot path); cleared when that context is deleted, since a freed
+// handle can come back for a new communicator.
+std::atomic<MPI_Comm> g_entered{MPI_COMM_NULL};
 
 void unregister(Context* c) {
   std::lock_guard<std::mutex> lk(g_mu);
   std::erase(g_live, c);
 }
 
-int delete_context(MPI_Comm, int, void* attr, void*) {
+int delete_context(MPI_Comm comm, int, void* attr, void*) {
   auto* c = static_cast<Context*>(attr);
+  MPI_Comm entered = comm;
+  g_entered.compare_exchange_strong(entered, MPI_COMM_NULL);
   unregister(c);
   drain(c);  // nonblocking requests still running here complete first (MPI_Comm_free allows them)
   delete c;  // frees the level communicators
@@ -82,45 +89,106 @@ int keyval() {
   return g_keyval;
 }
 
-}  // namespace
+bool may_rewrite_any() {
+  const config::Config& cfg = config::get();
+  for (size_t c = 0; c < static_cast<size_t>(config::Coll::Count); ++c)
+    if (cfg.algo_for(static_cast<config::Coll>(c)) != config::Algo::Flat) return true;
+  return false;
+}
 
-Context* context_of(MPI_Comm comm) {
-  if (comm == MPI_COMM_NULL) return nullptr;
-  const int kv = keyval();
+Context* find(MPI_Comm comm, int kv) {
   void* attr = nullptr;
   int found = 0;
-  if (PMPI_Comm_get_attr(comm, kv, &attr, &found) != MPI_SUCCESS) return nullptr;
-  if (found) return static_cast<Context*>(attr);
+  if (PMPI_Comm_get_attr(comm, kv, &attr, &found) != MPI_SUCCESS || !found) return nullptr;
+  return static_cast<Context*>(attr);
+}
 
+// Every rank reaches this at its first collective on `comm`, whichever collective that is (enter):
+// the shadow duplicate is libhier's only traffic on the user's communicator, so a rank that
+// builds the levels later, when another rank does not (a program that calls different
+// collectives on different ranks), waits on the shadow and never crosses the user's messages.
+Context* create(MPI_Comm comm, int kv) {
   auto c = std::make_unique<Context>();
   c->comm = comm;
   int inter = 0, size = 1;
   PMPI_Comm_test_inter(comm, &inter);
   PMPI_Comm_size(comm, &size);  // an intercommunicator's local group
+  c->flat_only = inter || size == 1;
+  if (!c->flat_only) {
+    if (PMPI_Comm_dup(comm, &c->internal) != MPI_SUCCESS) {
+      // (collective: every rank fails alike, or the MPI's error handler ended the job)
+      c->internal = MPI_COMM_NULL;
+      c->flat_only = true;
+      note_fallback(Acquire::Levels, true);
+    } else {
+      PMPI_Comm_set_errhandler(c->internal, MPI_ERRORS_RETURN);
+    }
+  }
+  Context* raw = c.release();
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_live.push_back(raw);
+    ++g_created;
+  }
+  PMPI_Comm_set_attr(comm, kv, raw);
+  return raw;
+}
+
+// The levels, built on the first call that may be rewritten (on the shadow, never on `comm`).
+void build(Context* c) {
+  c->built = true;
+  int size = 1;
+  PMPI_Comm_size(c->comm, &size);
   int failed = 0;
   // This rank's GPU state, agreed as the largest over the ranks: a rank that would have to stage
   // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI.
   enum : int { kNoRuntime = 0, kAwareMpi = 1, kStage = 2 };
   const device::Runtime rt = device::runtime();
   int gpu = rt == device::Runtime::None ? kNoRuntime : device::mpi_gpu_aware(rt, config::get().gpu_aware) ? kAwareMpi : kStage;
-  if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed, &gpu);
+  if (!c->flat_only) c->levels = topo::build_levels(c->internal, config::get(), &failed, &gpu);
   c->device_to_mpi = c->levels && gpu == kAwareMpi;
   if (failed) note_fallback(Acquire::Levels, failed == 2);
+  int inter = 0;
+  PMPI_Comm_test_inter(c->comm, &inter);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
                            : c->levels ? c->levels->shape.describe()
                            : failed    ? "level communicators failed (flat)"
                                        : "one level (flat)";
   if (c->levels) HIER_INFO("topo", "communicator of %d ranks: %s", size, desc.c_str());
-  Context* raw = c.release();
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    g_live.push_back(raw);
-    ++g_shapes[std::to_string(size) + " ranks: " + desc];
-    ++g_created;
+  std::lock_guard<std::mutex> lk(g_mu);
+  ++g_shapes[std::to_string(size) + " ranks: " + desc];
+}
+
+}  // namespace
+
+Context::~Context() {
+  levels.reset();  // the level communicators first: they were made from the shadow
+  int finalized = 0;
+  PMPI_Finalized(&finalized);
+  if (internal != MPI_COMM_NULL && !finalized) PMPI_Comm_free(&internal);
+}
+
+void enter(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL || comm == g_entered.load(std::memory_order_relaxed)) return;
+  if (may_rewrite_any()) {  // otherwise nothing will ever be built here: no shadow either
+    const int kv = keyval();
+    void* attr = nullptr;
+    int found = 0;
+    // Not a communicator: nothing is created; the MPI's own call reports the error.
+    if (PMPI_Comm_get_attr(comm, kv, &attr, &found) != MPI_SUCCESS) return;
+    if (!found) create(comm, kv);
   }
-  PMPI_Comm_set_attr(comm, kv, raw);
-  return raw;
+  g_entered.store(comm, std::memory_order_relaxed);
+}
+
+Context* context_of(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return nullptr;
+  const int kv = keyval();
+  Context* c = find(comm, kv);
+  if (!c) c = create(comm, kv);  // a caller that did not enter first (every rank alike)
+  if (!c->built) build(c);
+  return c;
 }
 
 bool host_schedules(MPI_Comm comm) {

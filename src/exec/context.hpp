@@ -20,6 +20,12 @@ namespace hier::exec {
 
 struct Context {
   MPI_Comm comm = MPI_COMM_NULL;          // the user's communicator that owns the attribute
+  // libhier's duplicate of `comm` (its "shadow"), made when the context is (exec::enter): all of
+  // libhier's traffic for `comm` runs on it or on the level communicators made from it. Null for
+  // intercommunicators and one-rank communicators (flat_only).
+  MPI_Comm internal = MPI_COMM_NULL;
+  bool flat_only = false;
+  bool built = false;                     // the levels were built (context_of), or found not to be
   std::unique_ptr<topo::Levels> levels;   // null: nothing hierarchical here (flat only)
   sched::Cache cache;
   Scratch scratch;
@@ -39,12 +45,25 @@ struct Context {
   std::vector<std::unique_ptr<RequestMemory>> request_memory;
   int requests = 0;
   bool memory_lent = false;
+
+  Context() = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+  ~Context();  // frees the levels, then the shadow
 };
 
-// The context of `comm`, created on first use. Creation is collective over `comm` (it builds
-// the level communicators), so callers reach it only from a collective call that every rank
-// makes with the same eligibility. Intercommunicators and size-1 communicators get a flat
-// context without any communication.
+// Called by every collective on `comm` before anything else (core/dispatch_coll.hpp): the first
+// one on a communicator creates its context, with the shadow duplicate (one PMPI_Comm_dup,
+// collective over `comm`; every rank makes the same first collective call, whichever it is).
+// After that, one load. Intercommunicators and one-rank communicators get a context without
+// any communication; with every collective forced flat (HIER_ALGO) nothing is created.
+void enter(MPI_Comm comm);
+
+// The context of `comm` with its levels, built on first use over the shadow (collective over
+// it): callers reach this only from a collective call that every rank makes with the same
+// eligibility. A rank that reaches it when others do not (a program whose ranks call different
+// collectives) waits on the shadow, where the hang watchdog names the mismatch, and never
+// mixes libhier's messages with the user's.
 Context* context_of(MPI_Comm comm);
 
 // Whether `comm`'s collectives may run libhier's host schedules (levels exist, and device

@@ -56,25 +56,19 @@ constexpr int kTagStep = 0x4869, kTagNode = 0x4869 + 64, kTagLeaders = 0x4869 + 
 
 }  // namespace
 
-std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed, int* any_flag) {
+std::unique_ptr<Levels> build_levels(MPI_Comm internal, const config::Config& cfg, int* failed, int* any_flag) {
   if (failed) *failed = 0;
-  // libhier's traffic runs on a duplicate: discovery, and later the agreements of the executor.
-  // The level communicators need no traffic of libhier's: every rank knows every group from the
-  // shape, so each is made with PMPI_Comm_create_group, collective over its own members only
-  // (no allgather of colours as in a split; the cheapest constructor, which matters to programs
+  // Everything here runs on `internal`, libhier's duplicate of the user's communicator (same
+  // group, same ranks): discovery, and later the agreements of the executor. The level
+  // communicators need no traffic of libhier's: every rank knows every group from the shape,
+  // so each is made with PMPI_Comm_create_group, collective over its own members only (no
+  // allgather of colours as in a split; the cheapest constructor, which matters to programs
   // that create many communicators).
-  MPI_Comm dup = MPI_COMM_NULL;
-  if (PMPI_Comm_dup(user, &dup) != MPI_SUCCESS) {
-    if (failed) *failed = 2;
-    return nullptr;
-  }
-  PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   auto lv = std::make_unique<Levels>();
-  lv->owned_.push_back(dup);  // freed with the levels, on every path below
-  lv->internal = dup;
-  PMPI_Comm_rank(user, &lv->rank);
-  PMPI_Comm_size(user, &lv->size);
-  lv->shape = analyze(discover(dup, cfg, wants_physical(cfg)));
+  lv->internal = internal;
+  PMPI_Comm_rank(internal, &lv->rank);
+  PMPI_Comm_size(internal, &lv->size);
+  lv->shape = analyze(discover(internal, cfg, wants_physical(cfg)));
   const Shape& s = lv->shape;
   if (!s.hierarchical()) return nullptr;  // the same on every rank: the shape is
 
@@ -82,7 +76,7 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
   // part in every creation, so that no peer waits for it, and says so in the agreement below.
   bool ok = true;
   MPI_Group all = MPI_GROUP_NULL;
-  ok &= PMPI_Comm_group(user, &all) == MPI_SUCCESS;
+  ok &= PMPI_Comm_group(internal, &all) == MPI_SUCCESS;
   // Every rank creates its communicators in the same order (steps, node, leaders), so the
   // creations, each collective over its members, can never wait on each other in a cycle.
   auto create = [&](const std::vector<int>& members, int tag) {
@@ -91,7 +85,7 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
     MPI_Group g = MPI_GROUP_NULL;
     int rc = all == MPI_GROUP_NULL ? MPI_ERR_GROUP
                                    : PMPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &g);
-    if (rc == MPI_SUCCESS) rc = PMPI_Comm_create_group(user, g, tag, &c);
+    if (rc == MPI_SUCCESS) rc = PMPI_Comm_create_group(internal, g, tag, &c);
     if (g != MPI_GROUP_NULL) PMPI_Group_free(&g);
     if (rc != MPI_SUCCESS || c == MPI_COMM_NULL) {
       ok = false;
@@ -118,7 +112,7 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
 
   // One agreement per communicator, when its context is built (never on a call's hot path).
   int agreed[2] = {ok ? 0 : 1, any_flag ? *any_flag : 0};
-  if (PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MAX, dup) != MPI_SUCCESS) agreed[0] = 1;
+  if (PMPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT, MPI_MAX, internal) != MPI_SUCCESS) agreed[0] = 1;
   const int bad = agreed[0];
   if (any_flag) *any_flag = agreed[1];
   if (bad) {
@@ -126,7 +120,7 @@ std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, i
     return nullptr;  // frees whatever this rank created
   }
   if (cfg.shm != config::ShmMode::Off)
-    attach_segments(*lv, std::vector<MPI_Comm>(lv->owned_.begin() + 1, lv->owned_.end()));  // not `internal`
+    attach_segments(*lv, lv->owned_);
   return lv;
 }
 

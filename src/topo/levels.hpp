@@ -1,5 +1,6 @@
 // The level communicators of one user communicator, built once (collectively) and freed with
-// it. All are derived from an internal duplicate: libhier's traffic never runs on the user's.
+// it. All are derived from libhier's duplicate of it (exec::Context::internal): libhier's
+// traffic never runs on the user's.
 #pragma once
 
 #include <mpi.h>
@@ -26,8 +27,9 @@ struct Levels {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm leaders = MPI_COMM_NULL;
   MPI_Comm cross = MPI_COMM_NULL;  // cartesian: ranks with my node position, one per node
-  // A duplicate of the user communicator for libhier's own agreements (exec/prepare.cpp): what a
-  // schedule-cache miss acquired on every rank, before any rank depends on another.
+  // The duplicate of the user communicator the levels were made from (owned by the caller,
+  // exec::Context), for libhier's own agreements (exec/prepare.cpp): what a schedule-cache miss
+  // acquired on every rank, before any rank depends on another.
   MPI_Comm internal = MPI_COMM_NULL;
 
   // HIER_SHM: a shared-memory segment (shm/segment.hpp) per level communicator whose members
@@ -53,16 +55,18 @@ struct Levels {
   std::vector<MPI_Comm> owned_;  // each communicator once (some views share one)
 };
 
-// Collective over `user`. Returns null where there is nothing hierarchical to do (one level,
-// levels that split nothing, not nested), and also, on every rank alike, when any rank failed
-// to create its level communicators (`*failed` is then 1, or 2 on the rank that failed): the ranks agree on that before
-// returning, so the communicator runs flat everywhere instead of hanging on the rank that
-// lacks a communicator. Every communicator made here returns errors (MPI_ERRORS_RETURN): the
-// executor raises them on the user's communicator, through its error handler. Never touches
-// `user` beyond one PMPI_Comm_dup. `any_flag`, when given, is this rank's value (>= 0) in and, on a
-// hierarchical result, the largest of the ranks' values out: carried by the same agreement (the
-// executor's GPU state, exec/context.cpp), so it costs no collective of its own.
-std::unique_ptr<Levels> build_levels(MPI_Comm user, const config::Config& cfg, int* failed = nullptr,
+// Collective over `internal`, a duplicate of the user's communicator that the caller made and
+// frees after the levels (ranks are the user communicator's). Returns null where there is
+// nothing hierarchical to do (one level, levels that split nothing, not nested), and also, on
+// every rank alike, when any rank failed to create its level communicators (`*failed` is then
+// 1, or 2 on the rank that failed): the ranks agree on that before returning, so the
+// communicator runs flat everywhere instead of hanging on the rank that lacks a communicator.
+// Every communicator made here returns errors (MPI_ERRORS_RETURN): the executor raises them on
+// the user's communicator, through its error handler. `any_flag`, when given, is this rank's
+// value (>= 0) in and, on a hierarchical result, the largest of the ranks' values out: carried
+// by the same agreement (the executor's GPU state, exec/context.cpp), so it costs no collective
+// of its own.
+std::unique_ptr<Levels> build_levels(MPI_Comm internal, const config::Config& cfg, int* failed = nullptr,
                                      int* any_flag = nullptr);
 
 }  // namespace hier::topo
