@@ -12,6 +12,8 @@
 #include "core/device_p2p.hpp"
 #include "core/dispatch_request.hpp"
 #include "core/wrap.hpp"
+#include "device/module.hpp"
+#include "dtype/device_p2p.hpp"
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
 #include "exec/request.hpp"
@@ -161,12 +163,91 @@ inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Irecv>, void* b, int 
   return device_p2p::start_staged(b, n, t, r, true, "staged_irecv",
                                   [&](void* h) { return PMPI_Irecv(h, n, t, s, tag, c, r); });
 }
+
+// Non-contiguous messages of device memory, packed and unpacked by the GPU module's kernels
+// (dtype/device_p2p.hpp), on a GPU-aware MPI or not: the packed bytes go through this same
+// dispatch as MPI_BYTE (so the progress rules above apply). nullopt: not a case the kernels take.
+inline const device::ModuleTable* kernels() {
+  if (device::runtime() == device::Runtime::None) return nullptr;  // one load without a runtime
+  return device::module(config::get().gpu_module.c_str());
+}
+template <class Send>
+std::optional<Outcome> send_packed(const void* b, int n, MPI_Datatype t, int peer, const char* what, Send send) {
+  const device::ModuleTable* m = peer == MPI_PROC_NULL ? nullptr : kernels();
+  if (!m) return std::nullopt;
+  dtype::DeviceMessage msg = dtype::device_message(*m, b, n, t, true);
+  if (!msg) return std::nullopt;
+  device::note_untouched(device::MemKind::Device, what);
+  const int rc = send(msg);  // takes the staging buffer when it keeps it (MPI_Isend)
+  dtype::device_release(msg);
+  return Outcome{rc, diag::AlgoTag::Packed};
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Send>, const void* b, int n, MPI_Datatype t, int d, int tag,
+                                        MPI_Comm c) {
+  return send_packed(b, n, t, d, "kernel_send", [&](dtype::DeviceMessage& msg) {
+    const void* p = msg.stage.p;
+    auto fwd = [&] { return PMPI_Send(p, msg.bytes, MPI_BYTE, d, tag, c); };
+    return dispatch_p2p<Fn::Send>(fwd, p, msg.bytes, MPI_BYTE, d, tag, c).rc;
+  });
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Isend>, const void* b, int n, MPI_Datatype t, int d, int tag,
+                                        MPI_Comm c, MPI_Request* r) {
+  return send_packed(b, n, t, d, "kernel_isend", [&](dtype::DeviceMessage& msg) {
+    const void* p = msg.stage.p;
+    auto fwd = [&] { return PMPI_Isend(p, msg.bytes, MPI_BYTE, d, tag, c, r); };
+    const int rc = dispatch_p2p<Fn::Isend>(fwd, p, msg.bytes, MPI_BYTE, d, tag, c, r).rc;
+    if (rc == MPI_SUCCESS) {
+      dtype::own_send(*r, msg.stage);  // released when the request completes
+      msg.stage = {};
+    }
+    return rc;
+  });
+}
+// The receive side: `recv(msg)` posts the receive of the packed bytes and lands them (or has
+// them landed at completion), returning the call's code.
+template <class Recv>
+std::optional<Outcome> recv_packed(void* b, int n, MPI_Datatype t, int peer, const char* what, Recv recv) {
+  const device::ModuleTable* m = peer == MPI_PROC_NULL ? nullptr : kernels();
+  if (!m) return std::nullopt;
+  dtype::DeviceMessage msg = dtype::device_message(*m, b, n, t, false);
+  if (!msg) return std::nullopt;
+  device::note_untouched(device::MemKind::Device, what);
+  return Outcome{recv(msg), diag::AlgoTag::Packed};
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Recv>, void* b, int n, MPI_Datatype t, int s, int tag,
+                                        MPI_Comm c, MPI_Status* st) {
+  return recv_packed(b, n, t, s, "kernel_recv", [&](dtype::DeviceMessage& msg) {
+    MPI_Status local;
+    MPI_Status* sp = st == MPI_STATUS_IGNORE ? &local : st;  // landing needs the byte count
+    void* p = msg.stage.p;
+    auto fwd = [&] { return PMPI_Recv(p, msg.bytes, MPI_BYTE, s, tag, c, sp); };
+    const int rc = dispatch_p2p<Fn::Recv>(fwd, p, msg.bytes, MPI_BYTE, s, tag, c, sp).rc;
+    dtype::device_land(msg, n, b, *sp, rc);
+    return rc;
+  });
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Irecv>, void* b, int n, MPI_Datatype t, int s, int tag,
+                                        MPI_Comm c, MPI_Request* r) {
+  return recv_packed(b, n, t, s, "kernel_irecv", [&](dtype::DeviceMessage& msg) {
+    void* p = msg.stage.p;
+    auto fwd = [&] { return PMPI_Irecv(p, msg.bytes, MPI_BYTE, s, tag, c, r); };
+    const int rc = dispatch_p2p<Fn::Irecv>(fwd, p, msg.bytes, MPI_BYTE, s, tag, c, r).rc;
+    if (rc == MPI_SUCCESS) dtype::own_device_message(*r, std::move(msg), b, n);  // unpacked at completion
+    else dtype::device_release(msg);
+    return rc;
+  });
+}
+template <class... A>
+std::optional<Outcome> on_device(A...) {  // the other calls: no kernel path
+  return std::nullopt;
+}
 }  // namespace p2p_detail
 
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   if constexpr (F == Fn::Send || F == Fn::Recv || F == Fn::Sendrecv || F == Fn::Isend || F == Fn::Irecv) {
+    if (auto o = p2p_detail::on_device(device_p2p::Call<F>{}, args...)) return *o;
     if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
   }
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too

@@ -72,6 +72,24 @@ std::optional<int> with_packed(const device::ModuleTable& m, char* packed, int64
   return m.sync(s) == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+}  // namespace
+
+bool device_ready(const device::ModuleTable& m, Canon& c) { return device_program(c, m) != nullptr; }
+
+std::optional<int> device_kernels(const device::ModuleTable& m, Canon& c, bool to_packed, void* typed, int64_t count,
+                                  char* packed) {
+  const int64_t need = packed_bytes(count, c.size);
+  if (need < 0) return std::nullopt;
+  if (need == 0) return MPI_SUCCESS;
+  const void* prog = device_program(c, m);
+  if (!prog) return std::nullopt;
+  return with_packed(m, packed, need, to_packed, [&](char* dev, void* s) {
+    return to_packed ? m.pack(prog, typed, count, dev, s) : m.unpack(prog, dev, count, typed, s);
+  });
+}
+
+namespace {
+
 // One call of either direction: `count` elements of t at `typed` (device memory), the packed
 // stream at packed + position, `bytes` long.
 std::optional<int> run_call(const device::ModuleTable& m, bool to_packed, void* typed, int64_t count, MPI_Datatype t,
@@ -80,12 +98,7 @@ std::optional<int> run_call(const device::ModuleTable& m, bool to_packed, void* 
   if (!c) return std::nullopt;
   const int64_t need = packed_bytes(count, c->size);
   if (need < 0 || bytes - position < need || need > limit - position) return std::nullopt;
-  if (need == 0) return MPI_SUCCESS;
-  const void* prog = device_program(const_cast<Canon&>(*c), m);
-  if (!prog) return std::nullopt;
-  auto rc = with_packed(m, packed + position, need, to_packed, [&](char* dev, void* s) {
-    return to_packed ? m.pack(prog, typed, count, dev, s) : m.unpack(prog, dev, count, typed, s);
-  });
+  auto rc = device_kernels(m, const_cast<Canon&>(*c), to_packed, typed, count, packed + position);
   if (rc && *rc == MPI_SUCCESS) position += need;
   return rc;
 }

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "device/module.hpp"
+#include "dtype/canon.hpp"
 
 namespace hier::dtype {
 
@@ -22,5 +23,16 @@ std::optional<int> device_pack_call(const device::ModuleTable& m, const void* in
 std::optional<int> device_unpack_call(const device::ModuleTable& m, const void* inbuf, int64_t insize,
                                       int64_t& position, void* outbuf, int64_t outcount, MPI_Datatype t, MPI_Comm comm,
                                       int64_t limit);
+
+// The kernels on one canonical form, for callers that hold the form (the point-to-point path,
+// whose receive may complete after the program freed the datatype): `count` elements at
+// `typed` (device memory) to or from the packed stream at `packed` (host or device memory).
+// nullopt: the module could not (nothing written); otherwise MPI_SUCCESS or the call's error.
+// Whether c's program is on the device (uploaded now if not yet): a module that cannot upload
+// (a runtime without a usable device) runs no kernels, so callers that must commit to the
+// kernels before the data arrives (a receive) ask this first.
+bool device_ready(const device::ModuleTable& m, Canon& c);
+std::optional<int> device_kernels(const device::ModuleTable& m, Canon& c, bool to_packed, void* typed, int64_t count,
+                                  char* packed);
 
 }  // namespace hier::dtype

@@ -31,14 +31,7 @@ CanonRef eligible(MPI_Datatype t, int64_t count, bool sending) {
 // Unpacks what a staged receive got: all of it, or when truncated what the MPI itself would
 // have left in a derived-type buffer (see truncated_data_lands).
 void land(const Canon& c, const Staging& s, int64_t count, void* buf, const MPI_Status& st, int rc) {
-  if (rc != MPI_SUCCESS) {
-    int eclass = MPI_SUCCESS;
-    PMPI_Error_class(rc, &eclass);
-    if (eclass != MPI_ERR_TRUNCATE || !truncated_data_lands()) return;
-  }
-  MPI_Count bytes = 0;
-  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
-  if (bytes > 0 && bytes != MPI_UNDEFINED) unpack_prefix(c, s.p, bytes, count, buf);
+  if (const MPI_Count bytes = landed_bytes(st, rc); bytes > 0) unpack_prefix(c, s.p, bytes, count, buf);
 }
 
 struct Packed {

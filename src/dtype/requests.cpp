@@ -14,6 +14,18 @@ namespace hier::dtype {
 
 std::atomic<int> g_owned{0};
 
+MPI_Count landed_bytes(const MPI_Status& st, int err) {
+  int cancelled = 0;
+  PMPI_Test_cancelled(&st, &cancelled);
+  int eclass = MPI_SUCCESS;
+  if (err != MPI_SUCCESS) PMPI_Error_class(err, &eclass);
+  // A truncated receive still delivers the part that fits, where the MPI does.
+  if (cancelled || !(eclass == MPI_SUCCESS || (eclass == MPI_ERR_TRUNCATE && truncated_data_lands()))) return 0;
+  MPI_Count bytes = 0;
+  PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  return bytes == MPI_UNDEFINED ? 0 : bytes;
+}
+
 namespace {
 
 struct Owned {
@@ -23,6 +35,7 @@ struct Owned {
   int64_t count = 0;
   bool recv = false;
   size_t device_span = 0;  // > 0: a receive staged for a device buffer at buf (own_device_recv)
+  DeviceMessage device;    // set: a packed receive unpacked on the device (own_device_message)
 };
 
 std::mutex g_mu;
@@ -76,21 +89,16 @@ bool take(MPI_Request r, Owned& o) {
 // Completed: unpack what arrived (a receive that was not cancelled), release the buffer.
 // `err` is the request's own error code (from the return value or status.MPI_ERROR).
 void finish(Owned& o, const MPI_Status& st, int err) {
+  if (o.device) {
+    device_land(o.device, o.count, o.buf, st, err);  // releases its own staging buffer
+    return;
+  }
   if (o.device_span > 0) {
     // The whole span goes back: bytes that did not arrive are the ones copied in at the start.
     if (!device::runtime_copy(o.buf, o.stage.p, o.device_span))
       HIER_WARN("dtype", "the GPU runtime refused to copy a received message into device memory");
   } else if (o.recv) {
-    int cancelled = 0;
-    PMPI_Test_cancelled(&st, &cancelled);
-    int eclass = MPI_SUCCESS;
-    if (err != MPI_SUCCESS) PMPI_Error_class(err, &eclass);
-    // A truncated receive still delivers the part that fits, as the MPI does.
-    if (!cancelled && (eclass == MPI_SUCCESS || (eclass == MPI_ERR_TRUNCATE && truncated_data_lands()))) {
-      MPI_Count bytes = 0;
-      PMPI_Get_elements_x(&st, MPI_BYTE, &bytes);
-      if (bytes > 0 && bytes != MPI_UNDEFINED) unpack_prefix(*o.canon, o.stage.p, bytes, o.count, o.buf);
-    }
+    if (const MPI_Count bytes = landed_bytes(st, err); bytes > 0) unpack_prefix(*o.canon, o.stage.p, bytes, o.count, o.buf);
   }
   stage_release(o.stage);
   o.stage = {};
@@ -145,6 +153,7 @@ void settle(Taken& t, MPI_Request* r, StatusOf status_of, ErrOf err_of) {
     else {  // completed without a status we can read: release without data (not expected)
       HIER_WARN("dtype", "owned request completed without a status; its data is not unpacked");
       stage_release(o.stage);
+      device_release(o.device);
     }
   }
 }
@@ -155,6 +164,12 @@ void own_send(MPI_Request r, Staging s) { insert(r, Owned{s, {}, nullptr, 0, fal
 
 void own_device_recv(MPI_Request r, Staging s, void* device, size_t span) {
   insert(r, Owned{s, {}, device, 0, true, span});
+}
+
+void own_device_message(MPI_Request r, DeviceMessage msg, void* buf, int64_t count) {
+  Owned o{{}, {}, buf, count, true};
+  o.device = std::move(msg);
+  insert(r, std::move(o));
 }
 
 void own_recv(MPI_Request r, Staging s, CanonRef c, void* buf, int64_t count) {

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "dtype/canon.hpp"
+#include "dtype/device_p2p.hpp"
 #include "dtype/staging.hpp"
 
 namespace hier::dtype {
@@ -31,6 +32,10 @@ constexpr bool truncated_data_lands() {
 #endif
 }
 
+// The bytes a completed staged receive lands in the user's buffer (its status and error as the
+// MPI gave them): none when cancelled or failed, what fits when truncated where the MPI lands it.
+MPI_Count landed_bytes(const MPI_Status& st, int err);
+
 // Number of owned requests: the completion calls stay pure passthrough while it is zero.
 extern std::atomic<int> g_owned;
 inline bool any_owned() { return g_owned.load(std::memory_order_relaxed) != 0; }
@@ -40,6 +45,9 @@ void own_recv(MPI_Request r, Staging s, CanonRef c, void* buf, int64_t count);
 // A receive into a host copy of a device buffer's span (core/device_p2p.hpp): at completion the
 // GPU runtime copies the first `span` bytes of s back to `device` (device/runtime_copy.hpp).
 void own_device_recv(MPI_Request r, Staging s, void* device, size_t span);
+// A receive of packed bytes for device memory (dtype/device_p2p.hpp): unpacked by the GPU
+// module's kernels into `buf` at completion.
+void own_device_message(MPI_Request r, DeviceMessage msg, void* buf, int64_t count);
 
 // The completion family. Each returns nullopt when none of the requests is owned (the caller
 // forwards to the MPI unchanged); otherwise it calls the MPI itself and finishes the owned

@@ -4,11 +4,19 @@ import json
 import sys
 
 path, mode = sys.argv[1], sys.argv[2]
+
+
+def dev_of(p):
+    with open(p) as f:
+        d = json.load(f).get("device")
+    if d is None:
+        sys.exit(f"{p}: no 'device' section")
+    return d
+
+
 with open(path) as f:
     rep = json.load(f)
-dev = rep.get("device")
-if dev is None:
-    sys.exit(f"{path}: no 'device' section")
+dev = dev_of(path)
 by_call = dev["device"]["by_call"]
 # MPI_Pack / MPI_Unpack of device buffers (device_pack_test): by the GPU module's kernels, or staged.
 if mode.startswith("pack_"):
@@ -19,6 +27,20 @@ if mode.startswith("pack_"):
     if missing or any(k in by_call for k in other + ["pack", "unpack"]):
         sys.exit(f"{path}: {mode}: missing {missing} or another path ran: {json.dumps(dev)}")
     print(f"{path}: {by_call}")
+    sys.exit(0)
+# Non-contiguous point-to-point between device buffers (device_p2p_test): rank 0's report (the
+# sends) and rank 1's (the receives); by the GPU module's kernels, or staged without a module.
+if mode.startswith("p2p_"):
+    kernels = mode.startswith("p2p_kernels")
+    receiver = dev_of(sys.argv[3])["device"]["by_call"]
+    pre = "kernel_" if kernels else "staged_"
+    for calls, names in ((by_call, ["send", "isend"]), (receiver, ["recv", "irecv"])):
+        missing = [pre + k for k in names if calls.get(pre + k, 0) < 1]
+        # With a module, the types without an exact form (the MPI packs those) are still staged.
+        other = [k for k in calls if k.startswith("kernel_")] if not kernels else [k for k in names if k in calls]
+        if missing or other:
+            sys.exit(f"{mode}: missing {missing} or another path ran ({other}): {calls}")
+    print(f"{mode}: sender {by_call}, receiver {receiver}")
     sys.exit(0)
 p2p = ["send", "recv", "isend", "irecv", "sendrecv", "pack", "unpack"]
 colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scatter_block", "reduce_scatter",
@@ -46,7 +68,7 @@ if need and algos.get(need, {}).get("calls", 0) < 1:
 # to an MPI that is not GPU-aware (none in these runs), adding up to the calls.
 by_path = dev["device"].get("by_path", {})
 staged_calls = sum(n for k, n in by_call.items() if k.startswith("staged"))
-want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls, "passed": 0}
+want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls, "passed": 0, "kernels": 0}
 if by_path != want_path or (mode.startswith("unaware") and by_path["gpu_aware"]):
     sys.exit(f"{path}: by_path {by_path}, expected {want_path}")
 print(f"{path}: {dev['device']['calls']} device calls: {by_call}; MPI_Allreduce: {algos}")

@@ -20,8 +20,8 @@ shapes = rep.get("topology", {}).get("communicators", {})
 problems = []
 # The section counts every call by path, and the paths add up to the calls.
 by_path = dev.get("by_path", {})
-if sorted(by_path) != ["gpu_aware", "passed", "staged"] or sum(by_path.values()) != dev.get("calls"):
-    problems.append(f"by_path {by_path} does not split the {dev.get('calls')} calls into staged / gpu_aware / passed")
+if sorted(by_path) != ["gpu_aware", "kernels", "passed", "staged"] or sum(by_path.values()) != dev.get("calls"):
+    problems.append(f"by_path {by_path} does not split the {dev.get('calls')} calls into staged / gpu_aware / passed / kernels")
 if by_path.get("staged", 0) != sum(n for k, n in by_call.items() if k.startswith("staged")):
     problems.append("by_path staged differs from the staged calls")
 staged = by_call.get("staged", 0)

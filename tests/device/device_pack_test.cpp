@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "dtype/canon.hpp"
-#include "fake_gpu.h"
+#include "dev_buffer.hpp"
 #include "reference.hpp"
 #include "typegen.hpp"
 
@@ -26,21 +26,6 @@ int64_t env_int(const char* name, int64_t dflt) {
   const char* v = std::getenv(name);
   return v && *v ? std::strtoll(v, nullptr, 10) : dflt;
 }
-
-// "Device memory" holding a copy of v (the test's cudaMemcpy is fake_gpu_copy).
-struct Dev {
-  char* p;
-  size_t n;
-  explicit Dev(const std::vector<char>& v) : p(static_cast<char*>(fake_gpu_alloc(v.size() ? v.size() : 1, 0))), n(v.size()) {
-    fake_gpu_copy(p, v.data(), n);
-  }
-  ~Dev() { fake_gpu_free(p); }
-  std::vector<char> get() const {
-    std::vector<char> v(n);
-    fake_gpu_copy(v.data(), p, n);
-    return v;
-  }
-};
 
 void check(MPI_Datatype t, int count, const std::string& desc, std::mt19937_64& rng) {
   MPI_Count size, lb, ext, tlb, text;
