@@ -14,7 +14,7 @@ add_custom_command(
   COMMAND Python3::Interpreter ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt ${_gen}
           ${CMAKE_SOURCE_DIR}/src/config/collectives.def
   DEPENDS ${CMAKE_SOURCE_DIR}/interposer/generate.py ${CMAKE_SOURCE_DIR}/interposer/api.txt
-          ${CMAKE_SOURCE_DIR}/src/config/collectives.def
+          ${CMAKE_SOURCE_DIR}/src/config/collectives.def ${CMAKE_SOURCE_DIR}/tools/collectives.py
   COMMENT "Generating MPI wrappers from interposer/api.txt")
 add_custom_target(hier_generated DEPENDS ${_outputs})
 add_dependencies(hier_base hier_generated)

@@ -21,6 +21,9 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import collectives  # noqa: E402  (tools/collectives.py: the rows of src/config/collectives.def)
+
 # Families and the dispatch function (src/core/dispatch_*.hpp) their wrappers call.
 DISPATCH = {
     "coll": "dispatch_coll", "icoll": "dispatch_coll", "p2p": "dispatch_p2p",
@@ -327,17 +330,20 @@ def gen_f_wrappers(funcs, family):
     return "\n".join(out)
 
 
-# The first five columns (the rest are the planner's: collectives.def says what they hold).
-COLL_ROW = re.compile(r"^\s*HIER_COLL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*,\s*(\w+)\s*(?:,[^)]*)?\)", re.M)
+def coll_rows(def_path):
+    """The table's rows (tools/collectives.py), or the one line that says why it cannot be read."""
+    try:
+        return collectives.rows(def_path), None
+    except SystemExit as e:
+        return [], str(e)
 
 
 def check_collectives(funcs, def_path):
     """One line per disagreement between collectives.def and api.txt (empty: they agree)."""
-    text = Path(def_path).read_text()
-    rows = COLL_ROW.findall(text)
-    n_lines = len(re.findall(r"^\s*HIER_COLL\(", text, re.M))
-    if not rows or len(rows) != n_lines:
-        return [f"{def_path}: a HIER_COLL row that is not HIER_COLL(Name, key, Blocking, Nonblocking, Persistent, ...)"]
+    table, err = coll_rows(def_path)
+    if err:
+        return [err]
+    rows = [(r["Name"], r["key"], r["Blocking"], r["Nonblocking"], r["Persistent"]) for r in table]
     fam = {f.short: f.family for f in funcs if not f.large}
     bad = []
     blocking_of = {}
@@ -366,7 +372,8 @@ def gen_coll_entries(funcs, def_path):
     by_name = {f.short: f for f in funcs if not f.large}
     out = [HEADER.replace("interposer/api.txt", "interposer/api.txt and src/config/collectives.def"),
            "// Included inside namespace hier::exec by exec/entry.hpp (which defines Ran).", ""]
-    for _name, key, blocking, _nb, _p in COLL_ROW.findall(Path(def_path).read_text()):
+    for r in coll_rows(def_path)[0]:
+        key, blocking = r["key"], r["Blocking"]
         params = ", ".join(p.decl() for p in by_name[blocking].params)
         out.append(f"std::optional<Ran> {key}({params}, MPI_Request* req = nullptr);")
     return "\n".join(out) + "\n"

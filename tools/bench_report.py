@@ -14,7 +14,11 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import collectives  # noqa: E402  (tools/collectives.py: the rows of src/config/collectives.def)
 
 
 def rate_bytes_per_s(link):
@@ -27,22 +31,33 @@ def rate_bytes_per_s(link):
     return float(m.group(1)) * mult / 8
 
 
+# The bytes one node must move over its link (the busier direction) for one call, per kind of
+# MPI collective: the table's Op column (src/config/collectives.def: the rounds that cost the
+# MPI's own collective), so that a new row with an existing Op needs nothing here. `size` is
+# hier-bench's size: the whole vector (reductions, bcast), the block per rank (allgather(v),
+# gather, scatter) or per peer (alltoall); n nodes of ppn ranks. A new Op fails here
+# (floor_bytes) and in unit.py_tables until it has its formula.
+FLOORS = {
+    "Allreduce": lambda size, n, ppn: 2 * (n - 1) / n * size,
+    "ReduceScatter": lambda size, n, ppn: (n - 1) / n * size,
+    "Allgather": lambda size, n, ppn: (n - 1) * ppn * size,  # a node receives every other node's blocks
+    "Alltoall": lambda size, n, ppn: ppn * (n - 1) * ppn * size,  # one block per (local, remote) pair
+    "Bcast": lambda size, n, ppn: size,
+    "Reduce": lambda size, n, ppn: size,
+    "Gather": lambda size, n, ppn: (n - 1) * ppn * size,  # the root's node receives the others' blocks
+    "Scatter": lambda size, n, ppn: (n - 1) * ppn * size,  # the root's node sends the others' blocks
+    "Barrier": lambda size, n, ppn: 0,
+}
+OP_OF = {r["key"]: r["Op"] for r in collectives.rows()}
+
+
 def floor_bytes(coll, size, nodes, ppn):
     """Bytes one node must move over its link (the busier direction) for one call."""
-    n = nodes
-    if n < 2:
-        return 0
-    if coll == "allreduce":
-        return 2 * (n - 1) / n * size
-    if coll == "reduce_scatter_block":
-        return (n - 1) / n * size
-    if coll == "allgather":  # size = block per rank: a node receives every other node's blocks
-        return (n - 1) * ppn * size
-    if coll == "alltoall":  # size = block per peer: a node sends one block per (local, remote) pair
-        return ppn * (n - 1) * ppn * size
-    if coll in ("bcast", "reduce"):
-        return size
-    return 0
+    if coll not in OP_OF:
+        raise SystemExit(f"bench_report: {coll} is not a collective of src/config/collectives.def")
+    if OP_OF[coll] not in FLOORS:
+        raise SystemExit(f"bench_report: no link floor for Op {OP_OF[coll]} ({coll}): add it to FLOORS")
+    return FLOORS[OP_OF[coll]](size, nodes, ppn) if nodes >= 2 else 0
 
 
 def read_links(path):
@@ -130,13 +145,17 @@ def main():
         except (OSError, subprocess.CalledProcessError):
             lines += ["(plot skipped: gnuplot not available)", ""]
 
-    # Link bytes for the 16 MiB allreduce focus runs: 1 warm-up call (bench-cluster.sh's focus
-    # runs pass --warmup 1) plus the timed calls that the CSV's iters column counts.
+    # Link bytes for the focus runs (bench-cluster.sh: one collective at 16 MiB, named by their
+    # CSV): 1 warm-up call (the focus runs pass --warmup 1) plus the timed calls that the CSV's
+    # iters column counts.
     focus = sorted(glob.glob(os.path.join(a.raw, "*.focus.links")))
-    if focus:
-        size = 16 << 20
-        fl = floor_bytes("allreduce", size, a.nodes, a.ppn)
-        lines += ["## Bytes over the links: 16 MiB float32 Allreduce", "",
+    named = [p[:-6] + ".csv" for p in focus if os.path.exists(p[:-6] + ".csv")]
+    if named:
+        with open(named[0]) as f:
+            first = next(iter(csv.DictReader(f)))
+        coll, size = first["collective"], int(first["bytes"])
+        fl = floor_bytes(coll, size, a.nodes, a.ppn)
+        lines += [f"## Bytes over the links: {size / 2**20:g} MiB float32 {coll}", "",
                   f"Per call and per node (all calls of the run measured with `tc -s`, headers included, divided by "
                   f"1 warm-up + the timed calls); floor = {fl / 2**20:.1f} MiB per node.", "",
                   "| MPI | variant | max MiB sent by a node per call | × floor | median µs per call | floor µs | × floor time |",

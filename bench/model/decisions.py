@@ -11,13 +11,22 @@ import csv
 import json
 import os
 import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import collectives  # noqa: E402  (tools/collectives.py: the rows of src/config/collectives.def)
+
+# Every collective of the table, in its order; the ones without buffers are planned at 0 bytes.
+ROWS = collectives.rows()
+COLLS = [r["key"] for r in ROWS]
+NO_DATA = {r["key"] for r in ROWS if r["Buffers"] == "no_buffers"}
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--sim", required=True)
 ap.add_argument("--model", required=True)
 ap.add_argument("--shapes", nargs="+", default=["2x2", "2x4", "4x2"])
-ap.add_argument("--colls", nargs="+", default=["allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "barrier", "alltoall"])
+ap.add_argument("--colls", nargs="+", default=COLLS, choices=COLLS)
 a = ap.parse_args()
 model = json.load(open(a.model))
 sizes = [64 << 10 << i for i in range(9)]
@@ -33,7 +42,7 @@ for shape in a.shapes:
         for c in a.colls:
             row = []
             for b in sizes:
-                subprocess.run([a.sim, "--machine", mp, "--coll", c, "--bytes", str(0 if c == "barrier" else b), "--csv", cp],
+                subprocess.run([a.sim, "--machine", mp, "--coll", c, "--bytes", str(0 if c in NO_DATA else b), "--csv", cp],
                                check=True, stdout=subprocess.DEVNULL)
                 r = next(csv.DictReader(open(cp)))
                 if r["planner"] == "flat":

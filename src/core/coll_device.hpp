@@ -27,15 +27,8 @@ struct UserBuf {
   int root = -1;      // >= 0: used only at that rank (the MPI ignores it elsewhere)
 };
 
-template <Fn B>
-struct Tag {};
-
 struct Shape {
-  // The collective comes from the one table (core/colls.hpp): B is a row's blocking function.
-  template <Fn B>
-  Shape(Tag<B>, MPI_Datatype t, int64_t n_elems, MPI_Comm cm) : coll(coll_of(B)), type(t), count(n_elems), comm(cm) {
-    static_assert(coll_row(B) >= 0 && kColls[coll_row(B)].blocking == B, "not a blocking form in collectives.def");
-  }
+  Shape(config::Coll c, MPI_Datatype t, int64_t n_elems, MPI_Comm cm) : coll(c), type(t), count(n_elems), comm(cm) {}
   config::Coll coll;
   MPI_Datatype type;  // as exec::may_rewrite sees the call
   int64_t count;
@@ -78,65 +71,82 @@ const void*& slot(P& p) {  // void* and const void* arguments alike
   return *static_cast<const void**>(static_cast<void*>(&p));
 }
 
-// One overload per collective, on the arguments as dispatch_coll narrowed them (lvalues, so
-// that staging can swap pointers in place).
-inline Shape shape(Tag<Fn::Allreduce> tag, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&, MPI_Comm& c) {
-  Shape s{tag, t, n, c};
+// The Buffers column of config/collectives.def: one function per kind of argument list, on the
+// arguments of the row's blocking function as dispatch_coll narrowed them (lvalues, so that
+// staging can swap pointers in place); `coll` is the row's. A new row whose arguments are an
+// existing kind's names that kind (MPI_Scan's would be elementwise); only a new kind of argument
+// list is a new function here. shape<B>() below calls the row's, so that a row naming a kind
+// whose arguments are not its blocking function's fails to compile.
+namespace buffers {
+
+// No buffers (MPI_Barrier).
+inline Shape no_buffers(config::Coll coll, MPI_Comm& c) { return Shape{coll, MPI_DATATYPE_NULL, 0, c}; }
+// n elements in, n out on every rank (MPI_Allreduce).
+inline Shape elementwise(config::Coll coll, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&,
+                         MPI_Comm& c) {
+  Shape s{coll, t, n, c};
   s.add(sb, n, t, false);
   s.add(slot(rb), n, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Reduce> tag, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&, int& root,
-                   MPI_Comm& c) {
-  Shape s{tag, t, n, c};
+// n elements in, n out at the root (MPI_Reduce).
+inline Shape elementwise_to_root(config::Coll coll, const void*& sb, void*& rb, int& n, MPI_Datatype& t, MPI_Op&,
+                                 int& root, MPI_Comm& c) {
+  Shape s{coll, t, n, c};
   s.add(sb, n, t, false);
   s.add(slot(rb), n, t, true, root);
   return s;
 }
-inline Shape shape(Tag<Fn::Bcast> tag, void*& b, int& n, MPI_Datatype& t, int&, MPI_Comm& c) {
-  Shape s{tag, t, n, c};
+// One buffer of n elements, written (MPI_Bcast: read at the root).
+inline Shape one_buffer(config::Coll coll, void*& b, int& n, MPI_Datatype& t, int&, MPI_Comm& c) {
+  Shape s{coll, t, n, c};
   s.add(slot(b), n, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Reduce_scatter_block> tag, const void*& sb, void*& rb, int& rc, MPI_Datatype& t, MPI_Op&,
-                   MPI_Comm& c) {
+// Blocks of rc elements from every rank, one block out (MPI_Reduce_scatter_block).
+inline Shape reduced_blocks(config::Coll coll, const void*& sb, void*& rb, int& rc, MPI_Datatype& t, MPI_Op&,
+                            MPI_Comm& c) {
   const int64_t all = int64_t{rc} * comm_size(c);
-  Shape s{tag, t, all, c};
+  Shape s{coll, t, all, c};
   s.add(sb, all, t, false);
   s.add(slot(rb), sb == MPI_IN_PLACE ? all : rc, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Reduce_scatter> tag, const void*& sb, void*& rb, const int*& rcs, MPI_Datatype& t, MPI_Op&,
-                   MPI_Comm& c) {
+// rcs[r] elements for each rank r in, this rank's out (MPI_Reduce_scatter).
+inline Shape reduced_vblocks(config::Coll coll, const void*& sb, void*& rb, const int*& rcs, MPI_Datatype& t, MPI_Op&,
+                             MPI_Comm& c) {
   const int64_t all = rcs ? sum(rcs, comm_size(c)) : 0;
-  Shape s{tag, t, all, c};
+  Shape s{coll, t, all, c};
   s.add(sb, all, t, false);
   s.add(slot(rb), sb == MPI_IN_PLACE ? all : rcs ? rcs[comm_rank(c)] : 0, t, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Allgather> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
-                   MPI_Datatype& rt, MPI_Comm& c) {
+// One block in, every rank's block out (MPI_Allgather).
+inline Shape blocks_to_all(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+                           MPI_Datatype& rt, MPI_Comm& c) {
   const int64_t all = int64_t{rc} * comm_size(c);
-  Shape s{tag, rt, all, c};
+  Shape s{coll, rt, all, c};
   s.add(sb, sc, st, false);
   s.add(slot(rb), all, rt, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Allgatherv> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, const int*& rcs,
-                   const int*& displs, MPI_Datatype& rt, MPI_Comm& c) {
+// One block in, every rank's block at its displacement out (MPI_Allgatherv).
+inline Shape vblocks_to_all(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, const int*& rcs,
+                            const int*& displs, MPI_Datatype& rt, MPI_Comm& c) {
   const int size = comm_size(c);
   int64_t end = 0;  // the receive buffer spans up to the furthest block
   for (int i = 0; rcs && displs && i < size; ++i)
     if (rcs[i] > 0) end = std::max<int64_t>(end, int64_t{displs[i]} + rcs[i]);
-  Shape s{tag, rt, rcs ? sum(rcs, size) : 0, c};
+  Shape s{coll, rt, rcs ? sum(rcs, size) : 0, c};
   s.add(sb, sc, st, false);
   s.add(slot(rb), end, rt, true);
   return s;
 }
-inline Shape shape(Tag<Fn::Alltoall> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
-                   MPI_Datatype& rt, MPI_Comm& c) {
+// One block per rank in, one from each rank out (MPI_Alltoall).
+inline Shape blocks_exchanged(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+                              MPI_Datatype& rt, MPI_Comm& c) {
   const int size = comm_size(c);
-  Shape s{tag, rt, int64_t{rc} * size, c};
+  Shape s{coll, rt, int64_t{rc} * size, c};
   s.add(sb, int64_t{sc} * size, st, false);
   s.add(slot(rb), int64_t{rc} * size, rt, true);
   return s;
@@ -148,23 +158,39 @@ inline int64_t bytes_of(int n, MPI_Datatype t) {
   int size = 0;
   return t != MPI_DATATYPE_NULL && PMPI_Type_size(t, &size) == MPI_SUCCESS ? int64_t{n} * size : -1;
 }
-inline Shape shape(Tag<Fn::Gather> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
-                   MPI_Datatype& rt, int& root, MPI_Comm& c) {
+// One block in, every rank's out at the root (MPI_Gather).
+inline Shape blocks_to_root(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+                            MPI_Datatype& rt, int& root, MPI_Comm& c) {
   const int size = comm_size(c);
   const int64_t b = sb == MPI_IN_PLACE ? bytes_of(rc, rt) : bytes_of(sc, st);
-  Shape s{tag, MPI_BYTE, b < 0 ? -1 : b * size, c};
+  Shape s{coll, MPI_BYTE, b < 0 ? -1 : b * size, c};
   s.add(sb, sc, st, false);
   s.add(slot(rb), int64_t{rc} * size, rt, true, root);
   return s;
 }
-inline Shape shape(Tag<Fn::Scatter> tag, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
-                   MPI_Datatype& rt, int& root, MPI_Comm& c) {
+// Every rank's block in at the root, one block out (MPI_Scatter).
+inline Shape blocks_from_root(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
+                              MPI_Datatype& rt, int& root, MPI_Comm& c) {
   const int size = comm_size(c);
   const int64_t b = rb == MPI_IN_PLACE ? bytes_of(sc, st) : bytes_of(rc, rt);
-  Shape s{tag, MPI_BYTE, b < 0 ? -1 : b * size, c};
+  Shape s{coll, MPI_BYTE, b < 0 ? -1 : b * size, c};
   s.add(sb, int64_t{sc} * size, st, false, root);
   s.add(slot(rb), rc, rt, true);
   return s;
+}
+
+}  // namespace buffers
+
+// The buffers of a call of the row whose blocking function is B (the table's Buffers column).
+template <Fn B, class... Args>
+Shape shape(Args&... a) {
+  if constexpr (false) {
+  }
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, quantized, flat, op, cartesian, any, kind, \
+                  ...)                                                                                              \
+  else if constexpr (B == Fn::blocking) return buffers::kind(config::Coll::name, a...);
+#include "config/collectives.def"
+  else static_assert(B != B, "not a blocking form in config/collectives.def");
 }
 
 // Host copies of this rank's device buffers, swapped into the arguments; copied back (the

@@ -81,7 +81,7 @@ Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Reques
 
 template <Fn B, class Fwd, class... Args>
 Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
-  coll_device::Shape s = coll_device::shape(coll_device::Tag<B>{}, a...);
+  coll_device::Shape s = coll_device::shape<B>(a...);
   // exec asks may_rewrite again: cheap. kind() is one atomic load without a GPU runtime.
   if (!exec::may_rewrite(s.coll, s.type, s.count)) return to_mpi<B>(fwd, s, s.kind(), req, a...);
   const device::MemKind kind = s.kind();

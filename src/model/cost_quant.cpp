@@ -67,6 +67,13 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
   return cost(node, costed, s, m, e);
 }
 
+sched::Schedule build_quant_for(const Call& call, const topo::Shape& s, int rank, int bits, int64_t block, int chunks,
+                                const Model& m) {
+  if (!config::quantizable(call.coll) || call.elem_size <= 0) return {};
+  if (!config::quant_pipelined(call.coll)) chunks = 1;
+  return build_quant(call.coll, call.bytes / call.elem_size, s, rank, bits, block, chunks, m);
+}
+
 std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m, const config::Config& cfg) {
   if (!config::quant_pipelined(call.coll) || call.elem_size <= 0) return {1};
   const int64_t v = call.bytes / call.elem_size;

@@ -30,6 +30,7 @@
 #include "config/config.hpp"
 #include "model/model.hpp"
 #include "model/plan.hpp"
+#include "sched/ir.hpp"
 #include "topo/shape.hpp"
 
 namespace hier::model {
@@ -50,6 +51,13 @@ int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 // `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes).
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,
                   int bits, int64_t block, int chunks = 1, bool shm = false);
+
+// The quantized schedule of `rank` the planner costs for `call` (call.bytes / call.elem_size
+// values, every rank's block alike, never in place) at `bits`, in blocks of `block`, cut into
+// `chunks` where the row pipelines it: the one the executor runs for the plan's quant_bits and
+// quant_chunks (tests/coll/test_costed.cpp compares them). Empty for a row without one.
+sched::Schedule build_quant_for(const Call& call, const topo::Shape& shape, int rank, int bits, int64_t block,
+                                int chunks, const Model& m);
 
 // The chunk counts the planner tries for the quantized schedule of `call` on `ranks` ranks:
 // HIER_CHUNK's one (cut at cfg.quant_block boundaries), or 1 and those of the model's

@@ -22,11 +22,11 @@ std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
 #define HIER_ALGOS(...) __VA_ARGS__
   using enum Algorithm;
   static const std::vector<Algorithm> kCartesian[] = {
-#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any) {HIER_ALGOS cartesian},
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, ...) {HIER_ALGOS cartesian},
 #include "config/collectives.def"
   };
   static const std::vector<Algorithm> kAny[] = {
-#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any) {HIER_ALGOS any},
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, ...) {HIER_ALGOS any},
 #include "config/collectives.def"
   };
 #undef HIER_ALGOS
@@ -34,28 +34,21 @@ std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
   return (s.cartesian ? kCartesian : kAny)[static_cast<size_t>(c)];
 }
 
-// The schedule of `rank` for the call in `chunks` chunks (the rooted ones rooted at rank 0).
+// The schedule of `rank` for the call in `chunks` chunks (the rooted ones rooted at rank 0): the
+// row's Builder column (config/collectives.def, sched::even_*), pipelined where chunks > 1 (the
+// Pipelined column; sched::pipeline leaves 1 chunk unchanged).
 sched::Schedule build_one(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
+  static constexpr sched::EvenBuilder kBuilders[] = {
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder) \
+  &sched::builder,
+#include "config/collectives.def"
+  };
+  static_assert(std::size(kBuilders) == static_cast<size_t>(Coll::Count));
+  const auto c = static_cast<size_t>(call.coll);
+  if (c >= std::size(kBuilders)) return {};
   const int64_t es = std::max<int64_t>(call.elem_size, 1);
-  const int64_t units = call.bytes / es;
-  switch (call.coll) {
-    case Coll::Allreduce:
-      return sched::pipeline(units, chunks, [&](int64_t n) { return sched::build_allreduce(s, rank, n, false, a, false); });
-    case Coll::ReduceScatterBlock:
-    case Coll::ReduceScatter: return sched::build_reduce_scatter(s, rank, sched::split_even(units, s.size).counts, false);
-    case Coll::Allgather:
-    case Coll::Allgatherv:
-      return sched::build_allgather(s, rank, std::vector<int64_t>(static_cast<size_t>(s.size), call.bytes / s.size));
-    case Coll::Bcast:
-      return sched::pipeline(call.bytes, chunks, [&](int64_t n) { return sched::build_bcast(s, rank, n, 0, a); });
-    case Coll::Reduce: return sched::build_reduce(s, rank, units, 0, false, a);
-    case Coll::Barrier: return sched::build_barrier(s, rank);
-    case Coll::Alltoall: return sched::build_alltoall(s, rank, call.bytes / s.size);
-    case Coll::Gather: return sched::build_gather(s, rank, call.bytes / s.size, 0);
-    case Coll::Scatter: return sched::build_scatter(s, rank, call.bytes / s.size, 0, false);
-    case Coll::Count: break;
-  }
-  return {};
+  const int cut = config::pipelined(call.coll) ? chunks : 1;
+  return sched::pipeline(call.bytes / es, cut, [&](int64_t n) { return kBuilders[c](s, rank, n, es, a); });
 }
 
 }  // namespace

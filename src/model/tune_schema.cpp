@@ -267,9 +267,14 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
       if (m.overlap > 1) throw Bad{"pipeline.overlap above 1"};
     }
     if (p.contains("chunk_bytes")) {
-      // Per collective; a plain list (the first draft of the format) serves both.
+      // Per collective; a plain list (the first draft of the format) serves every pipelined row.
       json cb = p.at("chunk_bytes");
-      if (cb.is_array()) cb = json{{"allreduce", cb}, {"bcast", cb}};
+      if (cb.is_array()) {
+        json per = json::object();
+        for (size_t c = 0; c < kColls; ++c)
+          if (config::pipelined(static_cast<config::Coll>(c))) per[config::kCollKeys[c]] = cb;
+        cb = per;
+      }
       if (!cb.is_object()) throw Bad{"pipeline.chunk_bytes is not an object of lists"};
       for (const auto& [name, c] : cb.items()) {
         const int ci = coll_index(name);

@@ -47,6 +47,22 @@ Schedule build_alltoall(const topo::Shape& s, int rank, int64_t block);
 Schedule build_gather(const topo::Shape& s, int rank, int64_t b, int root);
 Schedule build_scatter(const topo::Shape& s, int rank, int64_t b, int root, bool in_place);
 
+// The call the planner costs (model/plan.cpp), one function per builder, named by the Builder
+// column of config/collectives.def: `units` units of `unit_bytes` bytes each (the planner's
+// model::Call: bytes / elem_size), every rank's block alike, rooted at rank 0, never in place.
+// One signature for all, so that the planner calls a row's builder from the table alone, and
+// pipelines it (sched/pipeline.hpp) by calling it per chunk of units. Each lives beside its builder.
+using EvenBuilder = Schedule (*)(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_allreduce(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_reduce_scatter(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_allgather(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_bcast(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_reduce(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_barrier(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_alltoall(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_gather(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+Schedule even_scatter(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a);
+
 // Quantized schedules (sched/build_quant.cpp) on a cartesian 2-level shape, in values of the
 // call's float / double element type (Records in bytes).
 struct QuantParams {

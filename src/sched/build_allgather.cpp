@@ -45,4 +45,9 @@ Schedule build_allgather(const topo::Shape& s, int rank, const std::vector<int64
   return out;
 }
 
+Schedule even_allgather(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)a;
+  return build_allgather(s, rank, std::vector<int64_t>(static_cast<size_t>(s.size), units * unit_bytes / s.size));
+}
+
 }  // namespace hier::sched

@@ -157,4 +157,9 @@ Schedule build_allreduce(const topo::Shape& s, int rank, int64_t n, bool in_plac
   return tree(s, rank, n, in_place, ordered_top);
 }
 
+Schedule even_allreduce(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)unit_bytes;
+  return build_allreduce(s, rank, units, false, a, false);
+}
+
 }  // namespace hier::sched

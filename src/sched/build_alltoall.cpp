@@ -48,4 +48,9 @@ Schedule build_alltoall(const topo::Shape& s, int rank, int64_t b) {
   return out;
 }
 
+Schedule even_alltoall(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)a;
+  return build_alltoall(s, rank, units * unit_bytes / s.size);
+}
+
 }  // namespace hier::sched

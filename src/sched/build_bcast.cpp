@@ -77,4 +77,8 @@ Schedule build_bcast(const topo::Shape& s, int rank, int64_t bytes, int root, Al
   return out;
 }
 
+Schedule even_bcast(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  return build_bcast(s, rank, units * unit_bytes, 0, a);
+}
+
 }  // namespace hier::sched

@@ -132,4 +132,14 @@ Schedule build_scatter(const topo::Shape& s, int rank, int64_t b, int root, bool
   return out;
 }
 
+Schedule even_gather(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)a;
+  return build_gather(s, rank, units * unit_bytes / s.size, 0);
+}
+
+Schedule even_scatter(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)a;
+  return build_scatter(s, rank, units * unit_bytes / s.size, 0, false);
+}
+
 }  // namespace hier::sched

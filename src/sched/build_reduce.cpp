@@ -109,4 +109,9 @@ Schedule build_reduce(const topo::Shape& s, int rank, int64_t n, int root, bool 
   return out;
 }
 
+Schedule even_reduce(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)unit_bytes;
+  return build_reduce(s, rank, units, 0, false, a);
+}
+
 }  // namespace hier::sched

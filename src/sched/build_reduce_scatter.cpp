@@ -65,4 +65,9 @@ Schedule build_reduce_scatter(const topo::Shape& s, int rank, const std::vector<
   return out;
 }
 
+Schedule even_reduce_scatter(const topo::Shape& s, int rank, int64_t units, int64_t unit_bytes, Algorithm a) {
+  (void)unit_bytes, (void)a;
+  return build_reduce_scatter(s, rank, split_even(units, s.size).counts, false);
+}
+
 }  // namespace hier::sched

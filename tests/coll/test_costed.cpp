@@ -16,6 +16,8 @@
 
 #include "exec/context.hpp"
 #include "exec/entry.hpp"
+#include "config/config.hpp"
+#include "model/cost_quant.hpp"
 #include "model/load.hpp"
 #include "model/plan.hpp"
 #include "sched/ir.hpp"
@@ -83,6 +85,23 @@ std::string steps_of(const sched::Schedule& s) {
   return out;
 }
 
+// A fresh cache: the one entry after a call is the schedule that call ran.
+void clear(Context& ctx) {
+  while (ctx.cache.size() > 0) {
+    sched::Key first;
+    ctx.cache.each([&](const sched::Key& key, const sched::Cache::Entry&) { first = key; });
+    ctx.cache.erase(first);
+  }
+}
+// The schedule of the one cache entry (its first variant: the dense-layout form); null when the
+// cache holds another number of entries.
+const sched::Schedule* the_one_cached(Context& ctx) {
+  if (ctx.cache.size() != 1) return nullptr;
+  const sched::Schedule* s = nullptr;
+  ctx.cache.each([&](const sched::Key&, const sched::Cache::Entry& e) { s = e.variant[0].get(); });
+  return s;
+}
+
 TEST(CostedIsRun, EveryCollectiveAndSize) {
   MPI_Comm c = MPI_COMM_WORLD;
   const int rank = rank_of(c), P = size_of(c);
@@ -94,12 +113,7 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
       if (coll == Coll::Alltoall && n > 4096) continue;  // scratch of two copies
       Context* ctx = context_of(c);
       ASSERT_NE(ctx, nullptr);
-      // A fresh cache: the one entry after the call is the schedule this call ran.
-      while (ctx->cache.size() > 0) {
-        sched::Key first;
-        ctx->cache.each([&](const sched::Key& key, const sched::Cache::Entry&) { first = key; });
-        ctx->cache.erase(first);
-      }
+      clear(*ctx);
       const std::string what = std::string(config::coll_key(coll)) + " n=" + std::to_string(n) + " rank " +
                                std::to_string(rank);
       const std::optional<Ran> ran = call(coll, n, c);
@@ -112,10 +126,8 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
       }
       ASSERT_EQ(ran->rc, MPI_SUCCESS) << what;
       ASSERT_NE(plan_it, ctx->plans.end()) << what << ": ran without the plan this test looks for";
-      ASSERT_EQ(ctx->cache.size(), 1u) << what;
-      const sched::Schedule* ran_s = nullptr;
-      ctx->cache.each([&](const sched::Key&, const sched::Cache::Entry& e) { ran_s = e.variant[0].get(); });
-      ASSERT_NE(ran_s, nullptr) << what;
+      const sched::Schedule* ran_s = the_one_cached(*ctx);
+      ASSERT_NE(ran_s, nullptr) << what << ": not the one schedule in the cache";
       const model::Plan& plan = plan_it->second;
       const sched::Schedule costed =
           model::build_for(mc, ctx->levels->shape, rank, plan.algo, plan.chunks, model::process().model);
@@ -127,6 +139,73 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
   // collectives run on any shape).
   EXPECT_GT(compared, 8);
   if (rank == 0) std::printf("compared %d schedules with what the model costed\n", compared);
+}
+
+// One float MPI_SUM call (an allgather of floats) of `coll` with n values per rank's block (the
+// allreduce: per rank), never in place: a call the planner may quantize (model::Call::quantizable).
+std::optional<Ran> quant_call(Coll coll, int n, MPI_Comm c) {
+  const int P = size_of(c);
+  std::vector<float> in(static_cast<size_t>(n) * P + 1, 1.5f), out(static_cast<size_t>(n) * P + 1, 0.f);
+  std::vector<int> counts(P, n);
+  switch (coll) {
+    case Coll::Allreduce: return allreduce(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, c);
+    case Coll::ReduceScatterBlock: return reduce_scatter_block(in.data(), out.data(), n, MPI_FLOAT, MPI_SUM, c);
+    case Coll::ReduceScatter: return reduce_scatter(in.data(), out.data(), counts.data(), MPI_FLOAT, MPI_SUM, c);
+    case Coll::Allgather: return allgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, c);
+    default: break;
+  }
+  // A row the table quantizes without its call here: this test must learn it.
+  ADD_FAILURE() << config::coll_key(coll) << ": a quantized row without its call in tests/coll/test_costed.cpp";
+  return std::nullopt;
+}
+
+// The quantized schedules: for every row the table quantizes and HIER_QUANT turns on (the
+// two-level variant names int8 for some rows and int4 for others, with HIER_CHUNK so that the
+// pipelined ones are cut in chunks), a float call at and above the quantization floor runs the
+// schedule model/cost_quant.cpp costed for the plan's bits and chunks (model::build_quant_for),
+// step for step, on every rank.
+TEST(CostedIsRun, Quantized) {
+  MPI_Comm c = MPI_COMM_WORLD;
+  const int rank = rank_of(c), P = size_of(c);
+  const config::Config& cfg = config::get();
+  Context* ctx = context_of(c);
+  ASSERT_NE(ctx, nullptr);
+  const topo::Shape& shape = ctx->levels->shape;
+  if (!shape.cartesian || shape.nlevels() != 2) GTEST_SKIP() << "quantized schedules need a cartesian 2-level shape";
+  int compared = 0, asked = 0;
+  for (int k = 0; k < static_cast<int>(Coll::Count); ++k) {
+    const Coll coll = static_cast<Coll>(k);
+    const config::Quant mode = cfg.quant_for(coll);
+    if (!config::quantizable(coll) || mode == config::Quant::Off) continue;
+    ++asked;
+    const int bits = mode == config::Quant::Int8 ? 8 : 4;
+    for (int n : {4096, 300007}) {
+      clear(*ctx);
+      const std::string what = std::string(config::coll_key(coll)) + " int" + std::to_string(bits) + " n=" +
+                               std::to_string(n) + " rank " + std::to_string(rank);
+      const std::optional<Ran> ran = quant_call(coll, n, c);
+      ASSERT_TRUE(ran.has_value()) << what << ": left to the MPI (HIER_ALGO=hier quantizes what it may)";
+      ASSERT_EQ(ran->rc, MPI_SUCCESS) << what;
+      const int64_t bytes = int64_t{n} * 4 * (coll == Coll::Allreduce ? 1 : P);
+      const model::Call mc{coll, bytes, 4};
+      // (coll, bytes, elem_size, quantizable, nonblocking)
+      const auto plan_it = ctx->plans.find(std::make_tuple(static_cast<int>(coll), mc.bytes, mc.elem_size, true, false));
+      ASSERT_NE(plan_it, ctx->plans.end()) << what << ": ran without the plan this test looks for";
+      const model::Plan& plan = plan_it->second;
+      ASSERT_EQ(plan.quant_bits, bits) << what << ": the plan did not quantize";
+      const sched::Schedule* ran_s = the_one_cached(*ctx);
+      ASSERT_NE(ran_s, nullptr) << what << ": not the one schedule in the cache";
+      const sched::Schedule costed = model::build_quant_for(mc, shape, rank, plan.quant_bits, cfg.quant_block,
+                                                            plan.quant_chunks, model::process().model);
+      ASSERT_FALSE(costed.steps.empty()) << what;
+      EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
+      if (n > 4096 && config::quant_pipelined(coll) && cfg.chunk_bytes > 0)
+        EXPECT_GT(plan.quant_chunks, 1) << what << ": HIER_CHUNK did not cut the pipelined quantized schedule";
+      ++compared;
+    }
+  }
+  if (asked == 0) GTEST_SKIP() << "HIER_QUANT turns no collective on in this variant";
+  if (rank == 0) std::printf("compared %d quantized schedules with what the model costed\n", compared);
 }
 
 }  // namespace
