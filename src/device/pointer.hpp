@@ -59,7 +59,8 @@ const char* to_string(Runtime r);
 // managed buffer, for the finalize report's "device" section. `what` is a short call family
 // name ("allreduce", "send", "pack", ...), a string literal, whose prefix says the path the
 // buffer took (the section's by_path): "staged..." copied to host memory by libhier,
-// "passed..." handed as is to an MPI that did not say it takes device pointers, any other
+// "passed..." handed as is to an MPI that did not say it takes device pointers, "hier_device..."
+// run by libhier's schedule bound to the device buffers (exec/device_steps.hpp), any other
 // handed to a GPU-aware one.
 void note_untouched(MemKind k, const char* what);
 

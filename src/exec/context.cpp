@@ -11,6 +11,7 @@
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "diag/log.hpp"
+#include "exec/device_steps.hpp"
 #include "exec/fallback.hpp"
 #include "exec/request.hpp"
 
@@ -99,12 +100,16 @@ Context* context_of(MPI_Comm comm) {
   PMPI_Comm_size(comm, &size);  // an intercommunicator's local group
   int failed = 0;
   // This rank's GPU state, agreed as the largest over the ranks: a rank that would have to stage
-  // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI.
-  enum : int { kNoRuntime = 0, kAwareMpi = 1, kStage = 2 };
+  // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI,
+  // which outweighs one that could also run the local steps as the GPU module's kernels.
+  enum : int { kNoRuntime = 0, kKernels = 1, kAwareMpi = 2, kStage = 3 };
   const device::Runtime rt = device::runtime();
-  int gpu = rt == device::Runtime::None ? kNoRuntime : device::mpi_gpu_aware(rt, config::get().gpu_aware) ? kAwareMpi : kStage;
+  const bool aware = rt != device::Runtime::None && device::mpi_gpu_aware(rt, config::get().gpu_aware);
+  c->device_module = aware && size > 1 && !inter && device_ops() != nullptr;
+  int gpu = rt == device::Runtime::None ? kNoRuntime : !aware ? kStage : c->device_module ? kKernels : kAwareMpi;
   if (!inter && size > 1) c->levels = topo::build_levels(comm, config::get(), &failed, &gpu);
   c->device_to_mpi = c->levels && gpu == kAwareMpi;
+  c->device_hier = c->levels && gpu == kKernels;
   if (failed) note_fallback(Acquire::Levels, failed == 2);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
@@ -123,9 +128,11 @@ Context* context_of(MPI_Comm comm) {
   return raw;
 }
 
-bool host_schedules(MPI_Comm comm) {
+GpuPath gpu_path(MPI_Comm comm, bool* bind_device) {
   const Context* c = context_of(comm);
-  return c && c->levels && !c->device_to_mpi;
+  *bind_device = c && c->device_hier && c->device_module;
+  if (!c || !c->levels || c->device_to_mpi) return GpuPath::ToMpi;
+  return c->device_hier ? GpuPath::DeviceHier : GpuPath::Host;
 }
 
 Census census() {
