@@ -16,9 +16,11 @@
 #include "device/runtime_copy.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/context.hpp"
+#include "exec/device_steps.hpp"
 #include "exec/entry.hpp"
 #include "exec/prepare.hpp"
 #include "exec/request.hpp"
+#include "exec/typed.hpp"
 
 namespace hier::core {
 
@@ -79,6 +81,27 @@ Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Reques
   return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
 }
 
+// The collectives whose schedules run on device buffers (exec/device_steps.hpp), blocking only;
+// on a device_hier communicator the others go to the GPU-aware MPI on every rank.
+template <Fn B>
+constexpr bool kDeviceSchedules = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
+                                  B == Fn::Reduce_scatter || B == Fn::Allgather || B == Fn::Bcast;
+
+// Whether this rank binds the call's buffers as device memory: every buffer it uses is device
+// memory of a dense type, and a reduction has a kernel. A local choice (the schedule is the same
+// whatever the binding): otherwise the rank stages, or runs on its host buffers.
+template <Fn B, class... Args>
+bool binds_device(const coll_device::Shape& s, const Args&... a) {
+  for (int i = 0; i < s.n; ++i)
+    if (s.used(i) && (device::classify(*s.buf[i].slot) != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
+      return false;
+  // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
+  // position, since MPICH's handles are all ints.
+  if constexpr (B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block || B == Fn::Reduce_scatter)
+    return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
+  return true;
+}
+
 template <Fn B, class Fwd, class... Args>
 Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   coll_device::Shape s = coll_device::shape<B>(a...);
@@ -86,8 +109,24 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   if (!exec::may_rewrite(s.coll, s.type, s.count)) return to_mpi<B>(fwd, s, s.kind(), req, a...);
   const device::MemKind kind = s.kind();
   // The communicator's context is built here, at the same call on every rank, with the GPU
-  // state agreed on with its levels (exec::Context::device_to_mpi).
-  if (!exec::host_schedules(s.comm)) return to_mpi<B>(fwd, s, kind, req, a...);
+  // state agreed on with its levels (exec::Context::device_to_mpi, device_hier).
+  bool bind_device = false;
+  const exec::GpuPath path = exec::gpu_path(s.comm, &bind_device);
+  if (path == exec::GpuPath::ToMpi) return to_mpi<B>(fwd, s, kind, req, a...);
+  if (path == exec::GpuPath::DeviceHier) {
+    // Decided from what every rank shares (the collective, blocking or not), never from buffers.
+    if (!kDeviceSchedules<B> || req || exec::persistent_init_scope()) return to_mpi<B>(fwd, s, kind, req, a...);
+    if (kind != device::MemKind::Host && bind_device && binds_device<B>(s, a...)) {
+      exec::DeviceCall scope;
+      auto ran = hierarchical<B>(nullptr, a...);
+      if (!ran) {  // left flat: the device pointers to the GPU-aware MPI
+        device::note_untouched(kind, config::coll_key(s.coll));
+        return passthrough(fwd);
+      }
+      device::note_untouched(kind, "hier_device");
+      return {ran->rc, ran->algo};
+    }
+  }
   if (kind == device::MemKind::Host) {
     if (auto ran = hierarchical<B>(req, a...)) return {ran->rc, ran->algo};  // Hier, or HierInt8/4 (quantized)
     return passthrough(fwd);

@@ -60,7 +60,8 @@ const char* to_string(Runtime r);
 // name ("allreduce", "send", "pack", ...), a string literal, whose prefix says the path the
 // buffer took (the section's by_path): "staged..." copied to host memory by libhier,
 // "passed..." handed as is to an MPI that did not say it takes device pointers, "kernel..."
-// packed or unpacked by the GPU module's kernels, any other handed to a GPU-aware one.
+// packed or unpacked by the GPU module's kernels, "hier_device..." run by libhier's schedule
+// bound to the device buffers (exec/device_steps.hpp), any other handed to a GPU-aware one.
 void note_untouched(MemKind k, const char* what);
 
 }  // namespace hier::device

@@ -24,17 +24,19 @@ using config::Coll;
 // The user's per-rank blocks: block r is counts[r] elements of `type` at base + displs[r] * extent.
 class UserBlocks final : public Blocks {
  public:
+  // dev: the blocks are device memory of dense types, copied by the module (exec/device_steps.hpp).
   UserBlocks(const char* send_base, int64_t send_stride, const TypeInfo& st, char* recv_base, const TypeInfo& rt,
-             const int64_t* counts, const int64_t* displs, int64_t count)
+             const int64_t* counts, const int64_t* displs, int64_t count, const DeviceOps* dev = nullptr)
       : send_base_(send_base), send_stride_(send_stride), st_(st), recv_base_(recv_base), rt_(rt), counts_(counts),
-        displs_(displs), count_(count) {}
+        displs_(displs), count_(count), dev_(dev) {}
   int load(int block, char* dst, int64_t) override {
-    return pack(send_base_ + block * send_stride_, send_count_, st_, dst);
+    const char* from = send_base_ + block * send_stride_;
+    return dev_ ? dev_->copy(dst, from, send_count_ * st_.size) : pack(from, send_count_, st_, dst);
   }
   int store(int block, const char* src, int64_t) override {
     const int64_t n = counts_ ? counts_[block] : count_;
-    const int64_t d = displs_ ? displs_[block] : block * count_;
-    return unpack(src, n, rt_, recv_base_ + d * rt_.extent);
+    char* to = recv_base_ + (displs_ ? displs_[block] : block * count_) * rt_.extent;
+    return dev_ ? dev_->copy(to, src, n * rt_.size) : unpack(src, n, rt_, to);
   }
   int64_t send_count_ = 0;
 
@@ -47,6 +49,7 @@ class UserBlocks final : public Blocks {
   const int64_t* counts_;
   const int64_t* displs_;
   int64_t count_;
+  const DeviceOps* dev_;
 };
 
 // Scratch for the schedule plus a staging area for packed user data.
@@ -123,7 +126,8 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   auto sp = schedule(
       *p, key, [&](int) { return sched::build_allgather(p->ctx->levels->shape, rank, bytes); },
       [&](const sched::Schedule& s) {
-        return memory(*p, s.scratch, bytes[rank]) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp);
+        return memory(*p, s.scratch, bytes[rank]) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp) &&
+               reserve_device(*p->ctx, s, s.scratch, nullptr);
       });
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
@@ -153,6 +157,16 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
     r->b.blocks = r->blocks.get();
     return start_request(std::move(r), req);
   }
+  Binding b;
+  if (device_call()) {  // dense device buffers (core/dispatch_coll.hpp): no staging
+    UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, uniform ? nullptr : counts.data(),
+                      displs ? displs->data() : nullptr, counts[0], device_ops());
+    b.send = src;
+    b.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+    b.blocks = &blocks;
+    bind_device(b, *p->ctx);
+    return run(s, *p->ctx->levels, b);
+  }
   auto mem = memory(*p, s.scratch, st.dense ? 0 : bytes[rank]);
   if (!mem) return MPI_ERR_NO_MEM;
   if (!st.dense) {
@@ -161,7 +175,6 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
   }
   UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, uniform ? nullptr : counts.data(),
                     displs ? displs->data() : nullptr, counts[0]);
-  Binding b;
   b.send = src;
   b.scratch = mem->scratch;
   b.blocks = &blocks;
@@ -213,7 +226,8 @@ std::optional<Ran> bcast(void* buffer, int count, MPI_Datatype type, int root, M
         });
       },
       [&](const sched::Schedule& s) {
-        return memory(*p, s.scratch, bytes) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp);
+        return memory(*p, s.scratch, bytes) && reserve(s, *p->ctx->levels, nullptr, &p->ctx->tmp) &&
+               reserve_device(*p->ctx, s, s.scratch, nullptr);
       });
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
@@ -239,9 +253,15 @@ std::optional<Ran> bcast(void* buffer, int count, MPI_Datatype type, int root, M
     }
     return start_request(std::move(r), req);
   }
+  Binding b;
+  if (device_call()) {  // a dense device buffer (core/dispatch_coll.hpp), in place
+    b.recv = static_cast<char*>(buffer);
+    b.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+    bind_device(b, *p->ctx);
+    return run(s, *p->ctx->levels, b);
+  }
   auto mem = memory(*p, s.scratch, t.dense ? 0 : bytes);
   if (!mem) return MPI_ERR_NO_MEM;
-  Binding b;
   b.recv = t.dense ? static_cast<char*>(buffer) : mem->staging;
   b.scratch = mem->scratch;
   b.tmp = &p->ctx->tmp;

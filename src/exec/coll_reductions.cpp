@@ -34,7 +34,8 @@ sched::Key element_key(Coll coll, const Prepared& p, bool in_place, bool ordered
 Acquirer element_memory(Prepared& p, const TypeInfo& t) {
   return [&p, &t](const sched::Schedule& s) {
     if (s.scratch > 0 && !p.ctx->scratch.get(static_cast<size_t>(t.span(s.scratch)))) return false;
-    return reserve(s, *p.ctx->levels, &t, &p.ctx->tmp);
+    return reserve(s, *p.ctx->levels, &t, &p.ctx->tmp) &&
+           reserve_device(*p.ctx, s, s.scratch > 0 ? t.span(s.scratch) : 0, &t);
   };
 }
 
@@ -71,8 +72,10 @@ int run_elements(Prepared& p, const std::shared_ptr<const sched::Schedule>& sp, 
   b.op = op;
   b.info = &t;
   b.tmp = &p.ctx->tmp;
+  const bool on_device = device_call();
+  if (on_device) bind_device(b, *p.ctx);
   if (s.scratch > 0) {
-    char* mem = p.ctx->scratch.get(static_cast<size_t>(t.span(s.scratch)));
+    char* mem = (on_device ? p.ctx->dscratch : p.ctx->scratch).get(static_cast<size_t>(t.span(s.scratch)));
     if (!mem) return MPI_ERR_NO_MEM;
     b.scratch = mem - t.true_lb;  // element 0's address, so that its first byte is mem[0]
   }

@@ -12,6 +12,7 @@
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "diag/log.hpp"
+#include "exec/device_steps.hpp"
 #include "exec/fallback.hpp"
 #include "exec/request.hpp"
 
@@ -137,19 +138,22 @@ Context* create(MPI_Comm comm, int kv) {
 // The levels, built on the first call that may be rewritten (on the shadow, never on `comm`).
 void build(Context* c) {
   c->built = true;
-  int size = 1;
+  int size = 1, inter = 0;
   PMPI_Comm_size(c->comm, &size);
+  PMPI_Comm_test_inter(c->comm, &inter);
   int failed = 0;
   // This rank's GPU state, agreed as the largest over the ranks: a rank that would have to stage
-  // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI.
-  enum : int { kNoRuntime = 0, kAwareMpi = 1, kStage = 2 };
+  // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI,
+  // which outweighs one that could also run the local steps as the GPU module's kernels.
+  enum : int { kNoRuntime = 0, kKernels = 1, kAwareMpi = 2, kStage = 3 };
   const device::Runtime rt = device::runtime();
-  int gpu = rt == device::Runtime::None ? kNoRuntime : device::mpi_gpu_aware(rt, config::get().gpu_aware) ? kAwareMpi : kStage;
+  const bool aware = rt != device::Runtime::None && device::mpi_gpu_aware(rt, config::get().gpu_aware);
+  c->device_module = aware && !c->flat_only && device_ops() != nullptr;
+  int gpu = rt == device::Runtime::None ? kNoRuntime : !aware ? kStage : c->device_module ? kKernels : kAwareMpi;
   if (!c->flat_only) c->levels = topo::build_levels(c->internal, config::get(), &failed, &gpu);
   c->device_to_mpi = c->levels && gpu == kAwareMpi;
+  c->device_hier = c->levels && gpu == kKernels;
   if (failed) note_fallback(Acquire::Levels, failed == 2);
-  int inter = 0;
-  PMPI_Comm_test_inter(c->comm, &inter);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
                            : c->levels ? c->levels->shape.describe()
@@ -191,9 +195,11 @@ Context* context_of(MPI_Comm comm) {
   return c;
 }
 
-bool host_schedules(MPI_Comm comm) {
+GpuPath gpu_path(MPI_Comm comm, bool* bind_device) {
   const Context* c = context_of(comm);
-  return c && c->levels && !c->device_to_mpi;
+  *bind_device = c && c->device_hier && c->device_module;
+  if (!c || !c->levels || c->device_to_mpi) return GpuPath::ToMpi;
+  return c->device_hier ? GpuPath::DeviceHier : GpuPath::Host;
 }
 
 Census census() {

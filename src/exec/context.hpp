@@ -36,6 +36,16 @@ struct Context {
   // rank copies its own device buffers to host memory through its runtime (core/coll_device.hpp).
   // A rank never decides this from its own buffers: the peers cannot see them.
   bool device_to_mpi = false;
+  // Every rank that has a GPU runtime found the MPI GPU-aware and loaded the GPU module (agreed
+  // with the levels, and some rank has one): the collectives libhier runs on device buffers
+  // (exec/device_steps.hpp) run hierarchical schedules, a rank whose buffers are device memory
+  // binding them as such; the others go to the MPI on every rank. device_module: this rank had
+  // the module then, so its misses reserve device scratch too (dscratch, dtmp) and it may bind
+  // device buffers (a rank that loads a runtime later stages instead).
+  bool device_hier = false;
+  bool device_module = false;
+  Scratch dscratch{Loc::Device};
+  ScratchSet dtmp{Loc::Device};
   // The planner's decisions for this communicator's shape (model/plan.hpp), by (collective,
   // bytes, element size): a pure function of them, so every rank holds the same entries.
   std::map<std::tuple<int, int64_t, int64_t, bool, bool>, model::Plan> plans;  // (coll, bytes, elem_size, quantizable, nonblocking)
@@ -66,9 +76,12 @@ void enter(MPI_Comm comm);
 // mixes libhier's messages with the user's.
 Context* context_of(MPI_Comm comm);
 
-// Whether `comm`'s collectives may run libhier's host schedules (levels exist, and device
-// buffers are not left to a GPU-aware MPI: Context::device_to_mpi). Builds the context: call it only where every rank does.
-bool host_schedules(MPI_Comm comm);
+// How `comm`'s collectives treat device buffers, agreed on every rank (builds the context: call
+// it only where every rank does): Host (no GPU, or staged through host copies), ToMpi
+// (Context::device_to_mpi, or no levels), DeviceHier (Context::device_hier). `bind_device`: this
+// rank may bind device buffers (Context::device_module).
+enum class GpuPath : uint8_t { Host, ToMpi, DeviceHier };
+GpuPath gpu_path(MPI_Comm comm, bool* bind_device);
 
 // Live contexts and the level communicators they hold (the lifecycle test checks these).
 struct Census {

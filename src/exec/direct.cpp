@@ -28,7 +28,7 @@ int64_t reduce_scatter_direct_bytes(const std::vector<int>& counts, int me, cons
 }
 
 int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t,
-                                MPI_Op op, MPI_Comm comm, Scratch& tmp, Pending& out) {
+                                MPI_Op op, MPI_Comm comm, Scratch& tmp, Pending& out, const DeviceOps* dev) {
   int me = 0, p = 0;
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &p);
@@ -48,30 +48,36 @@ int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<in
     const int to = (me + k) % p;
     rc = PMPI_Isend(src + displs[to] * t.extent, counts[to], t.type, to, 0, comm, &out.reqs[p - 1 + k - 1]);
   }
-  if (rc == MPI_SUCCESS) rc = typed_copy(src + displs[me] * t.extent, dst, mine, t);
+  if (rc == MPI_SUCCESS)
+    rc = dev ? dev->copy(dst, src + displs[me] * t.extent, int64_t{mine} * t.size)
+             : typed_copy(src + displs[me] * t.extent, dst, mine, t);
   if (rc != MPI_SUCCESS) return rc;
-  // Wait for the pieces in a fixed order and fold each in as it is complete.
-  out.finish = [in, dst, mine, p, type = t.type, op](Pending& pd) {
+  // Wait for the pieces in a fixed order and fold each in as it is complete (on the device: the
+  // kernels queued in that order on one stream, done before the step completes).
+  out.finish = [in, dst, mine, p, type = t.type, op, dev](Pending& pd) {
     int r = MPI_SUCCESS;
     for (int k = 1; k < p && r == MPI_SUCCESS; ++k) {
       r = PMPI_Wait(&pd.reqs[k - 1], MPI_STATUS_IGNORE);
-      if (r == MPI_SUCCESS && mine > 0) r = PMPI_Reduce_local(in(k), dst, mine, type, op);
+      if (r == MPI_SUCCESS && mine > 0)
+        r = dev ? dev->reduce(in(k), dst, mine, type, op) : PMPI_Reduce_local(in(k), dst, mine, type, op);
     }
-    return r;
+    const int synced = dev ? dev->sync() : MPI_SUCCESS;
+    return r != MPI_SUCCESS ? r : synced;
   };
   return MPI_SUCCESS;
 }
 
 int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
-                          MPI_Comm comm, Scratch& tmp) {
+                          MPI_Comm comm, Scratch& tmp, const DeviceOps* dev) {
   Pending pd;
-  const int rc = reduce_scatter_direct_start(src, dst, counts, t, op, comm, tmp, pd);
+  const int rc = reduce_scatter_direct_start(src, dst, counts, t, op, comm, tmp, pd, dev);
   const int rc_done = pd.complete();
   return rc != MPI_SUCCESS ? rc : rc_done;
 }
 
 namespace {
-int copy_units(const char* from, char* to, int n, const TypeInfo* t) {
+int copy_units(const char* from, char* to, int n, const TypeInfo* t, const DeviceOps* dev) {
+  if (dev) return dev->copy(to, from, int64_t{n} * (t ? t->size : 1));  // (dense types only)
   if (t) return typed_copy(from, to, n, *t);
   if (n > 0) std::memcpy(to, from, static_cast<size_t>(n));
   return MPI_SUCCESS;
@@ -89,7 +95,7 @@ namespace {
 // then copied out by out.complete().
 int padded_start(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
                  const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp, Pending& out,
-                 bool blocking) {
+                 bool blocking, const DeviceOps* dev) {
   int me = 0, p = 0;
   PMPI_Comm_rank(comm, &me);
   PMPI_Comm_size(comm, &p);
@@ -101,7 +107,8 @@ int padded_start(const char* src, bool in_place, char* dst, const std::vector<in
   if (!mem) return MPI_ERR_NO_MEM;
   char* base = mem - lb;  // element 0 of slot 0
   const char* mine = in_place ? dst + int64_t{displs[me]} * extent : src;
-  int rc = copy_units(mine, base + me * slot, counts[me], t);
+  int rc = copy_units(mine, base + me * slot, counts[me], t, dev);
+  if (rc == MPI_SUCCESS && dev) rc = dev->sync();  // the MPI reads my piece
   if (rc == MPI_SUCCESS && blocking) rc = PMPI_Allgather(MPI_IN_PLACE, 0, type, base, maxc, type, comm);
   if (rc == MPI_SUCCESS && !blocking) {
     out.reqs.assign(1, MPI_REQUEST_NULL);
@@ -110,11 +117,13 @@ int padded_start(const char* src, bool in_place, char* dst, const std::vector<in
   if (rc != MPI_SUCCESS) return rc;
   out.counts = counts;
   out.displs = displs;
-  out.finish = [base, slot, extent, dst, me, p, in_place, t](Pending& pd) {
+  out.finish = [base, slot, extent, dst, me, p, in_place, t, dev](Pending& pd) {
     int r = pd.reqs.empty() ? MPI_SUCCESS : PMPI_Wait(&pd.reqs[0], MPI_STATUS_IGNORE);
     for (int i = 0; i < p && r == MPI_SUCCESS; ++i)
-      if (i != me || !in_place) r = copy_units(base + i * slot, dst + int64_t{pd.displs[i]} * extent, pd.counts[i], t);
-    return r;
+      if (i != me || !in_place)
+        r = copy_units(base + i * slot, dst + int64_t{pd.displs[i]} * extent, pd.counts[i], t, dev);
+    const int synced = dev ? dev->sync() : MPI_SUCCESS;
+    return r != MPI_SUCCESS ? r : synced;
   };
   return MPI_SUCCESS;
 }
@@ -123,14 +132,15 @@ int padded_start(const char* src, bool in_place, char* dst, const std::vector<in
 
 int allgatherv_padded_start(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
                             const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp,
-                            Pending& out) {
-  return padded_start(src, in_place, dst, counts, displs, t, comm, tmp, out, false);
+                            Pending& out, const DeviceOps* dev) {
+  return padded_start(src, in_place, dst, counts, displs, t, comm, tmp, out, false, dev);
 }
 
 int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
-                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp) {
+                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp,
+                      const DeviceOps* dev) {
   Pending pd;
-  const int rc = padded_start(src, in_place, dst, counts, displs, t, comm, tmp, pd, true);
+  const int rc = padded_start(src, in_place, dst, counts, displs, t, comm, tmp, pd, true, dev);
   const int rc_done = pd.complete();
   return rc != MPI_SUCCESS ? rc : rc_done;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "exec/device_steps.hpp"
 #include "exec/scratch.hpp"
 #include "exec/typed.hpp"
 #include "shm/step.hpp"
@@ -35,10 +36,12 @@ struct Pending {
 // once and reduces the p-1 pieces it receives into its own in one fixed order (from me-1, me-2,
 // ... around the ring), so each element is reduced in exactly one place, in one order.
 // Commutative ops only. src and dst must not overlap; tmp holds p-1 received pieces.
+// dev (device bindings, exec/device_steps.hpp): src, dst and tmp are device memory of a dense
+// type; the copy and the reductions are the module's kernels, done when the step completes.
 int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t,
-                                MPI_Op op, MPI_Comm comm, Scratch& tmp, Pending& out);
+                                MPI_Op op, MPI_Comm comm, Scratch& tmp, Pending& out, const DeviceOps* dev = nullptr);
 int reduce_scatter_direct(const char* src, char* dst, const std::vector<int>& counts, const TypeInfo& t, MPI_Op op,
-                          MPI_Comm comm, Scratch& tmp);
+                          MPI_Comm comm, Scratch& tmp, const DeviceOps* dev = nullptr);
 
 // Scratch bytes reduce_scatter_direct_start takes from `tmp` for member `me`.
 int64_t reduce_scatter_direct_bytes(const std::vector<int>& counts, int me, const TypeInfo& t);
@@ -46,13 +49,14 @@ int64_t reduce_scatter_direct_bytes(const std::vector<int>& counts, int me, cons
 // Allgatherv as an Allgather of pieces padded to the largest one, through tmp, then copied into
 // place: for MPIs whose Allgatherv is far slower than their Allgather (MPICH 4.0.2). `dst`
 // holds the pieces at displs (elements of t, or bytes when t is null: MPI_BYTE); my piece is
-// read from `src`, or from its place in dst when in_place.
+// read from `src`, or from its place in dst when in_place. dev: as for the reduce-scatter.
 int allgatherv_padded_start(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
                             const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp,
-                            Pending& out);
+                            Pending& out, const DeviceOps* dev = nullptr);
 // Scratch bytes allgatherv_padded(_start) takes from `tmp`.
 int64_t allgatherv_padded_bytes(const std::vector<int>& counts, const TypeInfo* t);
 int allgatherv_padded(const char* src, bool in_place, char* dst, const std::vector<int>& counts,
-                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp);
+                      const std::vector<int>& displs, const TypeInfo* t, MPI_Comm comm, Scratch& tmp,
+                      const DeviceOps* dev = nullptr);
 
 }  // namespace hier::exec

@@ -98,8 +98,29 @@ int quant_local(const sched::Step& s, const sched::Schedule& sc, char* src, char
 }
 }  // namespace
 
+// Local steps on device buffers: queued on the module's stream (flush() waits for them). Only
+// dense types are bound on the device (the dispatch stages others), so a copy is bytes; the
+// quantization steps never run here (a device_hier context plans no quantized schedule).
+int Machine::device_local(const sched::Step& s) {
+  queued_ = true;
+  const int64_t unit = b_.info ? b_.info->size : b_.stride;
+  if (b_.info && !b_.info->dense) return MPI_ERR_TYPE;
+  if (s.kind == Kind::Copy) return b_.dev->copy(at(s.dst), at(s.src), s.count * unit);
+  if (s.kind == Kind::LoadBlock) return b_.blocks->load(s.block, at(s.dst), s.count * b_.stride);
+  if (s.kind == Kind::StoreBlock) return b_.blocks->store(s.block, at(s.src), s.count * b_.stride);
+  return MPI_ERR_INTERN;
+}
+
+int Machine::flush() {
+  if (!queued_) return MPI_SUCCESS;
+  queued_ = false;
+  return b_.dev->sync();
+}
+
 // Local steps (no communicator): run at once, in either mode.
 int Machine::local(const sched::Step& s) {
+  if (b_.dev && (on_device(s.src) || on_device(s.dst) || s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock))
+    return device_local(s);
   if (s.kind == Kind::Copy) {
     if (b_.info) return typed_copy(at(s.src), at(s.dst), s.count, *b_.info);
     std::memcpy(at(s.dst), at(s.src), static_cast<size_t>(s.count));
@@ -122,6 +143,10 @@ int Machine::local(const sched::Step& s) {
 // inputs equal on every member.
 int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   if (is_local(s)) return local(s);
+  // A message step may read what queued kernels write (and must not overwrite what they read).
+  if (const int rc = flush(); rc != MPI_SUCCESS) return rc;
+  // Device buffers: the local work of libhier's own exchanges as kernels too.
+  const DeviceOps* dev = b_.dev && (on_device(s.src) || on_device(s.dst)) ? b_.dev : nullptr;
   // Steps on records move bytes: MPI_BYTE, and no element type for the direct / padded forms.
   const MPI_Datatype t = s.bytes ? MPI_BYTE : b_.type;
   const TypeInfo* info = s.bytes ? nullptr : b_.info;
@@ -147,7 +172,7 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   Scratch* tmp = b_.tmp ? &(*b_.tmp)[slot] : nullptr;
   // Through the communicator's shared segment (the plan marked the step; exec/shm_steps.hpp),
   // unless the transport declines these inputs, as it does on every member alike.
-  if (s.via == sched::Via::Shm)
+  if (s.via == sched::Via::Shm && !dev)  // (never so marked in a device_hier context)
     if (shm::Segment* seg = lv_.segment(c)) {
       ShmArgs a{s.in_place ? nullptr : at(s.src), at(s.dst), s.in_place, s.count, s.root, s.counts, s.displs, info, op};
       if (std::unique_ptr<shm::Step> st = shm_start(s.kind, *seg, a)) {
@@ -163,8 +188,8 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
       // (libhier's own exchange as sched::direct_reduce_scatter decided; a run without buffers
       // for it, which no call of libhier makes, would take the MPI's collective)
       if (b_.tmp && sched::direct_reduce_scatter(s, info ? info->size : 0, s_.direct_rs_from))
-        return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *info, op, c, *tmp, *pd)
-                  : reduce_scatter_direct(at(s.src), at(s.dst), counts, *info, op, c, *tmp);
+        return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *info, op, c, *tmp, *pd, dev)
+                  : reduce_scatter_direct(at(s.src), at(s.dst), counts, *info, op, c, *tmp, dev);
       bool even = true;
       for (int x : counts) even &= x == cnt[0];
       if (even)
@@ -180,9 +205,9 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
     case Kind::Allgatherv:
       if (b_.tmp && sched::padded_allgatherv(s, info ? info->size : 0, s_.padded_agv_from)) {
         const char* mine = s.in_place ? nullptr : at(s.src);
-        if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp);
+        if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp, dev);
         pd->reqs.clear();
-        return allgatherv_padded_start(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp, *pd);
+        return allgatherv_padded_start(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp, *pd, dev);
       }
       return pd ? PMPI_Iallgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c, r)
                 : PMPI_Allgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c);
@@ -326,7 +351,8 @@ int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
     m.start_group();
     m.complete_group(true);
   }
-  return m.rc();
+  const int rc_flush = m.flush();  // the last local steps' kernels, before the caller reads
+  return m.rc() != MPI_SUCCESS ? m.rc() : rc_flush;
 }
 
 }  // namespace hier::exec

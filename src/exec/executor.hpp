@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "exec/device_steps.hpp"
 #include "exec/direct.hpp"
 #include "exec/scratch.hpp"
 #include "exec/typed.hpp"
@@ -37,6 +38,12 @@ struct Binding {
   // site's residual (Schedule::residual values of `type`; null: no error feedback this call).
   char* records = nullptr;
   char* residual = nullptr;
+  // Where each buffer lives, indexed by sched::Buf (Send, Recv, Scratch, Records): a Device
+  // buffer goes as it is to the (GPU-aware) MPI in level steps, and local steps on it run as
+  // `dev`'s kernels (exec/device_steps.hpp); host code never reads it. `tmp` must then be device
+  // scratch too (Context::dtmp), and `blocks` move device memory.
+  Loc loc[4] = {Loc::Host, Loc::Host, Loc::Host, Loc::Host};
+  const DeviceOps* dev = nullptr;  // set whenever some buffer is Device
 };
 
 // Marks Via::Shm the steps of `s` on level communicators that have a shared-memory segment
@@ -75,6 +82,9 @@ class Machine {
   bool complete_group(bool block);
   int rc() const { return rc_; }
   size_t groups_started() const { return groups_; }
+  // Waits for the kernels the local steps queued (device bindings); the executor calls it before
+  // a level step is issued and run() before it returns.
+  int flush();
 
  private:
   const sched::Schedule& s_;
@@ -88,10 +98,13 @@ class Machine {
   std::vector<int> counts_, displs_, rcounts_, rdispls_;  // int copies for the blocking PMPI v-calls
   int rc_ = MPI_SUCCESS;
   size_t groups_ = 0;
+  bool queued_ = false;  // kernels queued on the device since the last flush
 
   int issue(const sched::Step& st, Pending* pd, size_t slot);
   int local(const sched::Step& st);
+  int device_local(const sched::Step& st);
   char* at(const sched::Ref& r) const;
+  bool on_device(const sched::Ref& r) const { return b_.loc[static_cast<int>(r.buf)] == Loc::Device; }
 };
 
 // Runs `s` to completion: the Machine above, blocking (start a group, complete it, ...).

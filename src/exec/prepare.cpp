@@ -87,10 +87,13 @@ bool may_rewrite(config::Coll coll, MPI_Datatype type, int64_t count) {
 std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm, int64_t elem_size,
                                 bool nonblocking, bool quantizable) {
   const config::Config& cfg = config::get();
-  const model::Call call{coll, bytes, elem_size, quantizable, nonblocking};
+  model::Call call{coll, bytes, elem_size, quantizable, nonblocking};
   if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
   if (!ctx || !ctx->levels || ctx->device_to_mpi) return std::nullopt;
+  // Schedules that may be bound to device buffers run exact: the quantization steps have no
+  // device form in the executor yet (exec/device_steps.hpp). Agreed: the context's, not the call's.
+  quantizable = call.quantizable = quantizable && !ctx->device_hier;
   const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size, quantizable, nonblocking);
   auto it = ctx->plans.find(key);
   if (it == ctx->plans.end()) {
@@ -132,7 +135,9 @@ std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& c
           built.padded_agv_from = p.plan.padded_agv_from;
           // (HIER_SHM: the plan's transport for this schedule, exact or quantized; steps go
           // through a segment only where every member could map one)
-          if (key.shm) route_shm(built, *p.ctx->levels);
+          // (never on a device_hier communicator: a rank may bind device buffers, which the
+          // segments' host copies must not touch; the context is the same on every rank)
+          if (key.shm && !p.ctx->device_hier) route_shm(built, *p.ctx->levels);
           e.variant[v] = std::make_shared<const sched::Schedule>(std::move(built));
         }
       failed = 1 + static_cast<int>(Acquire::Scratch);

@@ -50,25 +50,44 @@ colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scat
 # MPI_Unpack are staged, MPI_Isend / MPI_Irecv too.
 staged_p2p = ["staged_send", "staged_recv", "staged_sendrecv", "staged_pack", "staged_unpack", "staged_isend",
               "staged_irecv"]
-want = {"preloaded": p2p + colls, "late": p2p + ["staged"]}.get(mode, staged_p2p + ["staged"])
+# kernels (GPU-aware MPI, the simulated GPU module): allreduce, reduce, bcast, allgather and
+# reduce_scatter(_block) run libhier's schedules on the device buffers; alltoall and allgatherv
+# go to the MPI; MPI_Pack / MPI_Unpack and the non-contiguous sends and receives run as kernels
+# (MPI_Sendrecv goes to the MPI).
+kernel_p2p = ["kernel_send", "kernel_recv", "kernel_isend", "kernel_irecv", "sendrecv", "kernel_pack", "kernel_unpack"]
+want = {"preloaded": p2p + colls, "late": p2p + ["staged"],
+        "kernels": kernel_p2p + ["hier_device", "alltoall", "allgatherv"],
+        "kernels_nomem": kernel_p2p + colls}.get(mode, staged_p2p + ["staged"])
 missing = [k for k in want if by_call.get(k, 0) < 1]
 if dev["runtime"] != "cuda" or missing:
     sys.exit(f"{path}: runtime {dev['runtime']}, missing counts for {missing}: {json.dumps(dev)}")
 if mode.startswith("unaware") and any(k in by_call for k in colls + p2p):
     sys.exit(f"{path}: device buffers handed to an MPI that is not GPU-aware: {json.dumps(dev)}")
-if mode != "preloaded" and by_call["staged"] < len(colls):
+if mode == "kernels" and (by_call["hier_device"] < 7 or "staged" in by_call):
+    sys.exit(f"{path}: too few collectives on device buffers, or some staged: {json.dumps(dev)}")
+if mode == "kernels_nomem":
+    # No device scratch on rank 1: every schedule's acquisition failed somewhere, so the calls
+    # went to the GPU-aware MPI on every rank (rank 0 counts them as failed elsewhere).
+    fb = rep.get("fallbacks", {}).get("scratch", {})
+    if "hier_device" in by_call or "staged" in by_call or fb.get("calls", 0) < 6 or fb.get("failed_here", 1):
+        sys.exit(f"{path}: kernels_nomem: {json.dumps(dev)}; fallbacks {json.dumps(rep.get('fallbacks'))}")
+if mode not in ("preloaded", "kernels", "kernels_nomem") and by_call["staged"] < len(colls):
     sys.exit(f"{path}: only {by_call['staged']} staged collectives: {json.dumps(dev)}")
 # Which algorithms ran MPI_Allreduce: the staged calls must have run libhier's schedules where
 # the mode forces them (HIER_ALGO=hier), quantized where it asks for int8.
 algos = rep["functions"]["MPI_Allreduce"]["algorithms"]
-need = {"unaware": "hier", "unaware_quant": "hier_int8"}.get(mode)
+need = {"unaware": "hier", "unaware_quant": "hier_int8", "kernels": "hier"}.get(mode)
 if need and algos.get(need, {}).get("calls", 0) < 1:
     sys.exit(f"{path}: no MPI_Allreduce ran as {need}: {json.dumps(algos)}")
-# The same calls by path: staged through host copies, handed to the GPU-aware MPI, or passed as is
-# to an MPI that is not GPU-aware (none in these runs), adding up to the calls.
+# The same calls by path: staged through host copies, handed to the GPU-aware MPI, packed by the
+# kernels, run by libhier's schedules on device buffers, or passed as is to an MPI that is not
+# GPU-aware (none in these runs), adding up to the calls.
 by_path = dev["device"].get("by_path", {})
 staged_calls = sum(n for k, n in by_call.items() if k.startswith("staged"))
-want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls, "passed": 0, "kernels": 0}
+hier_calls = by_call.get("hier_device", 0)
+kernel_calls = sum(n for k, n in by_call.items() if k.startswith("kernel"))
+want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls - hier_calls - kernel_calls,
+             "passed": 0, "kernels": kernel_calls, "hier_device": hier_calls}
 if by_path != want_path or (mode.startswith("unaware") and by_path["gpu_aware"]):
     sys.exit(f"{path}: by_path {by_path}, expected {want_path}")
 print(f"{path}: {dev['device']['calls']} device calls: {by_call}; MPI_Allreduce: {algos}")

@@ -3,7 +3,8 @@
   check_mixed_report.py REPORT MODE
 MODE says which path that rank's device buffers took, which the report's "device" section must
 show call by call: staged (copied to host, libhier's schedules), aware (device pointers given to
-a GPU-aware MPI), and what else the run must show (the hierarchy it ran on, the algorithms)."""
+a GPU-aware MPI), kernels (libhier's schedules bound to the device buffers, the GPU module's
+kernels for the local steps, on a GPU-aware MPI), and what else the run must show (the hierarchy it ran on, the algorithms)."""
 import json
 import sys
 
@@ -20,8 +21,11 @@ shapes = rep.get("topology", {}).get("communicators", {})
 problems = []
 # The section counts every call by path, and the paths add up to the calls.
 by_path = dev.get("by_path", {})
-if sorted(by_path) != ["gpu_aware", "kernels", "passed", "staged"] or sum(by_path.values()) != dev.get("calls"):
-    problems.append(f"by_path {by_path} does not split the {dev.get('calls')} calls into staged / gpu_aware / passed / kernels")
+if sorted(by_path) != ["gpu_aware", "hier_device", "kernels", "passed", "staged"] or sum(by_path.values()) != dev.get("calls"):
+    problems.append(f"by_path {by_path} does not split the {dev.get('calls')} calls into staged / gpu_aware / "
+                    "passed / kernels / hier_device")
+if (by_path.get("hier_device", 0) > 0) != (mode == "kernels"):
+    problems.append(f"{by_path.get('hier_device', 0)} calls ran libhier's schedules on device buffers")
 if by_path.get("staged", 0) != sum(n for k, n in by_call.items() if k.startswith("staged")):
     problems.append("by_path staged differs from the staged calls")
 staged = by_call.get("staged", 0)
@@ -49,6 +53,14 @@ if mode == "late_staged":
         problems.append(f"no communicator on gcd:2 x gpu:2 x world:2: {shapes}")
     if algos.get("hier", {}).get("calls", 0) < 1:
         problems.append("no MPI_Allreduce ran libhier's hierarchical schedule")
+if mode == "kernels":
+    # Blocking allreduce, reduce, bcast, allgather, reduce_scatter(_block) ran on the device
+    # buffers; the rest (alltoall, allgatherv, nonblocking) went to the GPU-aware MPI.
+    if by_call.get("hier_device", 0) < 6 or algos.get("hier", {}).get("calls", 0) < 1:
+        problems.append("too few calls ran libhier's schedules on device buffers")
+    missing = [k for k in ("alltoall", "allgatherv") if by_call.get(k, 0) < 1]
+    if missing:
+        problems.append(f"not counted as handed to the GPU-aware MPI: {missing}")
 if mode.startswith("disagree") and any(a != "flat" for a in algos):
     problems.append(f"HIER_GPU_AWARE differs between ranks, yet MPI_Allreduce ran {sorted(algos)}")
 if problems:

@@ -238,3 +238,40 @@ FAKE_PMPI(PMPI_Iallreduce,
           (s, r, n, t, op, c, q))
 FAKE_PMPI(PMPI_Ibcast, (void* b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request* q), (b, n, t, root, c, q))
 }  // extern "C"
+
+// The other level steps libhier's executor issues (exec/executor.cpp), which its schedules
+// bound to device buffers hand device pointers (exec/device_steps.hpp), blocking and, in
+// pipelined waves, nonblocking; and the completion call of a wave.
+extern "C" {
+FAKE_PMPI(PMPI_Scatterv,
+          (const void* s, const int* sn, const int* d, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root,
+           MPI_Comm c),
+          (s, sn, d, st, r, rn, rt, root, c))
+FAKE_PMPI(PMPI_Gatherv,
+          (const void* s, int sn, MPI_Datatype st, void* r, const int* rn, const int* d, MPI_Datatype rt, int root,
+           MPI_Comm c),
+          (s, sn, st, r, rn, d, rt, root, c))
+FAKE_PMPI(PMPI_Iscatterv,
+          (const void* s, const int* sn, const int* d, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root,
+           MPI_Comm c, MPI_Request* q),
+          (s, sn, d, st, r, rn, rt, root, c, q))
+FAKE_PMPI(PMPI_Igatherv,
+          (const void* s, int sn, MPI_Datatype st, void* r, const int* rn, const int* d, MPI_Datatype rt, int root,
+           MPI_Comm c, MPI_Request* q),
+          (s, sn, st, r, rn, d, rt, root, c, q))
+FAKE_PMPI(PMPI_Ireduce, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c, MPI_Request* q),
+          (s, r, n, t, op, root, c, q))
+FAKE_PMPI(PMPI_Iallgather,
+          (const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, MPI_Comm c, MPI_Request* q),
+          (s, sn, st, r, rn, rt, c, q))
+FAKE_PMPI(PMPI_Iallgatherv,
+          (const void* s, int sn, MPI_Datatype st, void* r, const int* rn, const int* d, MPI_Datatype rt, MPI_Comm c,
+           MPI_Request* q),
+          (s, sn, st, r, rn, d, rt, c, q))
+FAKE_PMPI(PMPI_Ireduce_scatter,
+          (const void* s, void* r, const int* rn, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q),
+          (s, r, rn, t, op, c, q))
+FAKE_PMPI(PMPI_Ireduce_scatter_block,
+          (const void* s, void* r, int rn, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q), (s, r, rn, t, op, c, q))
+FAKE_PMPI(PMPI_Testall, (int n, MPI_Request* q, int* f, MPI_Status* s), (n, q, f, s))
+}  // extern "C"

@@ -1,0 +1,108 @@
+#include "exec/device_steps.hpp"
+
+#include <cstring>
+#include <mutex>
+
+#include "config/config.hpp"
+#include "device/module.hpp"
+#include "device/reduce_mpi.hpp"
+#include "exec/context.hpp"
+#include "exec/executor.hpp"
+#include "exec/scratch.hpp"
+#include "util/inject.hpp"
+
+namespace hier::exec {
+namespace {
+
+thread_local int t_device_call = 0;
+
+const device::ModuleTable* table() { return device::module(config::get().gpu_module.c_str()); }
+
+// The module's error codes are its runtime's: any failure is an MPI error of libhier's own.
+int mpi_rc(int module_rc) { return module_rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER; }
+
+}  // namespace
+
+int DeviceOps::copy(void* dst, const void* src, int64_t bytes) const {
+  if (bytes <= 0) return MPI_SUCCESS;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->copy(dst, src, static_cast<size_t>(bytes), stream_));
+}
+
+int DeviceOps::reduce(const void* in, void* inout, int64_t n, MPI_Datatype t, MPI_Op op) const {
+  if (n <= 0) return MPI_SUCCESS;
+  const auto et = device::elem_type_of(t);
+  const auto ro = device::reduce_op_of(op);
+  if (!et || !ro) return MPI_ERR_OP;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->reduce(*ro, *et, in, inout, n, stream_));
+}
+
+int DeviceOps::sync() const {
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->sync(stream_));
+}
+
+namespace {
+// A module that loads but cannot run (a runtime without a usable device, a stand-in driver)
+// counts as none: one round trip through device memory decides, once.
+bool works(const device::ModuleTable* m, void* stream) {
+  constexpr size_t kBytes = 64;
+  void* d = nullptr;
+  if (m->alloc(&d, kBytes) != 0 || !d) return false;
+  unsigned char out[kBytes], back[kBytes] = {};
+  for (size_t i = 0; i < kBytes; ++i) out[i] = static_cast<unsigned char>(i * 7 + 1);
+  const bool ok = m->copy(d, out, kBytes, stream) == 0 && m->copy(back, d, kBytes, stream) == 0 &&
+                  m->sync(stream) == 0 && std::memcmp(out, back, kBytes) == 0;
+  m->release(d);
+  return ok;
+}
+}  // namespace
+
+const DeviceOps* device_ops() {
+  // Null until a module is loaded (a runtime may come after the first ask), then for good.
+  static std::once_flag once;
+  static DeviceOps ops;
+  static bool usable = false;
+  const device::ModuleTable* m = table();
+  if (!m) return nullptr;
+  std::call_once(once, [m] {
+    ops.table_ = m;
+    ops.stream_ = device::module_stream();
+    usable = works(m, ops.stream_);
+  });
+  return usable ? &ops : nullptr;
+}
+
+bool device_reducible(MPI_Datatype t, MPI_Op op) {
+  return device::elem_type_of(t).has_value() && device::reduce_op_of(op).has_value();
+}
+
+void* device_alloc(size_t bytes) {
+  const device::ModuleTable* m = table();
+  void* p = nullptr;
+  return m && m->alloc(&p, bytes) == 0 ? p : nullptr;
+}
+
+void device_free(void* p) {
+  if (const device::ModuleTable* m = table(); m && p) m->release(p);
+}
+
+void bind_device(Binding& b, Context& ctx) {
+  for (Loc& l : b.loc) l = Loc::Device;
+  b.dev = device_ops();
+  b.tmp = &ctx.dtmp;
+}
+
+bool reserve_device(Context& ctx, const sched::Schedule& s, int64_t scratch_bytes, const TypeInfo* info) {
+  if (!ctx.device_module) return true;
+  if (util::injected_failure("device_scratch")) return false;  // tests: out of device memory
+  if (scratch_bytes > 0 && !ctx.dscratch.get(static_cast<size_t>(scratch_bytes))) return false;
+  return reserve(s, *ctx.levels, info, &ctx.dtmp);
+}
+
+DeviceCall::DeviceCall() { ++t_device_call; }
+DeviceCall::~DeviceCall() { --t_device_call; }
+bool device_call() { return t_device_call > 0; }
+
+}  // namespace hier::exec

@@ -1,0 +1,65 @@
+// Schedules bound to device buffers (docs/device-buffers.md, "Hierarchical schedules on device
+// buffers"): on a communicator whose ranks agreed that the MPI takes device pointers and that
+// every rank with a GPU runtime loaded the GPU module (Context::device_hier), a rank whose
+// buffers of a call are all device memory runs the same schedule as its peers with them bound
+// as Loc::Device: level steps hand the device pointers to the MPI, and the local work (copies,
+// the direct reduce-scatter's reductions, the user's blocks) runs as the module's kernels on its
+// stream, synchronized before any message step reads what they wrote. Host code never touches
+// such memory. Which binding a rank takes is its own choice: the steps are the same either way.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace hier::sched {
+struct Schedule;
+}
+
+namespace hier::exec {
+
+// The GPU module's local operations, on its own stream (all asynchronous but sync).
+class DeviceOps {
+ public:
+  int copy(void* dst, const void* src, int64_t bytes) const;  // either side device or host memory
+  // inout[i] = in[i] op inout[i] on device memory; MPI_ERR_OP for a pair without a kernel.
+  int reduce(const void* in, void* inout, int64_t n, MPI_Datatype t, MPI_Op op) const;
+  int sync() const;  // waits until everything queued is done
+
+ private:
+  friend const DeviceOps* device_ops();
+  const void* table_ = nullptr;  // device::ModuleTable
+  void* stream_ = nullptr;
+};
+
+// This process's GPU module (HIER_GPU_MODULE), loaded on first use; null: none.
+const DeviceOps* device_ops();
+
+// Whether a reduction of (t, op) has a kernel in the module (device/reduce_mpi.hpp).
+bool device_reducible(MPI_Datatype t, MPI_Op op);
+
+// Set by the collectives' dispatch (core/dispatch_coll.hpp) around a blocking call on a
+// Context::device_hier communicator whose used buffers on this rank are all device memory of
+// dense types: the entry points then bind them as Loc::Device.
+class DeviceCall {
+ public:
+  DeviceCall();
+  ~DeviceCall();
+  DeviceCall(const DeviceCall&) = delete;
+  DeviceCall& operator=(const DeviceCall&) = delete;
+};
+bool device_call();
+
+// Binds every buffer of `b` as device memory, with the module's operations and ctx's device
+// scratch for libhier's own exchanges (Context::dtmp).
+struct Binding;
+struct Context;
+struct TypeInfo;
+void bind_device(Binding& b, Context& ctx);
+
+// At a schedule's cache miss, on a rank that may bind device buffers (Context::device_module):
+// device scratch of `scratch_bytes` and the device buffers of the schedule's own exchanges, so
+// that a later call with this key bound either way allocates nothing. True elsewhere.
+bool reserve_device(Context& ctx, const sched::Schedule& s, int64_t scratch_bytes, const TypeInfo* info);
+
+}  // namespace hier::exec
