@@ -67,6 +67,7 @@ struct Config {
   int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
   ShmMode shm = ShmMode::Off;    // HIER_SHM: node-level steps through a shared segment
+  bool shm_cma = true;           // HIER_SHM_CMA: single-copy shm steps where the kernel allows
   // HIER_GPU_AWARE: whether the MPI takes device pointers; -1 = auto (asked through
   // MPIX_Query_cuda_support / MPIX_Query_rocm_support, device/gpu_aware.hpp), 0 = no, 1 = yes.
   int gpu_aware = -1;

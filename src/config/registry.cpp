@@ -282,6 +282,15 @@ const VarSpec kVars[] = {
      else return std::string("not off, auto or on");
      return std::string();
    }, true},
+  {"HIER_SHM_CMA", "auto", "auto or off",
+   "With HIER_SHM: large reduce-scatter and allgather(v) steps read the peers' buffers directly (single copy, process_vm_readv) where every member of the level may (same user, ptrace allowed: tried when the segment is built), instead of copying through the segment; off: always copy-in (docs/shm.md). Must be the same on every rank.",
+   [](const std::string& v, Config& c) {
+     const std::string s = lower(trim(v));
+     if (s == "auto" || s == "1" || s == "on" || s.empty()) c.shm_cma = true;
+     else if (s == "off" || s == "0") c.shm_cma = false;
+     else return std::string("not auto or off");
+     return std::string();
+   }, true},
   {"HIER_PROGRESS", "off", "off or thread",
    "Who advances libhier's nonblocking collectives: off = the program's MPI calls (MPI_Wait/MPI_Test, ...); thread = also a progress thread, which needs MPI_THREAD_MULTIPLE (otherwise a warning and off).",
    [](const std::string& v, Config& c) {

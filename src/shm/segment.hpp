@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hier::shm {
 
@@ -58,6 +59,14 @@ class Segment {
     next_ += n;
     return first;
   }
+  // Single copy (shm/cma.hpp): whether every member can read every other's memory, as
+  // open_segment found and agreed; and member m's process.
+  bool cma() const { return cma_; }
+  int pid(int m) const { return pids_[static_cast<size_t>(m)]; }
+  // Private bytes of this member for the step at the queue's front (steps on a segment run
+  // one at a time on each member: shm/step.hpp), kept between steps.
+  std::vector<char>& scratch() { return scratch_; }
+
   // Whether every member's done flag reached `round` (0: always true).
   bool all_done(uint64_t round) const;
 
@@ -82,6 +91,9 @@ class Segment {
   std::string name_;  // the creator's, until unlinked
   uint64_t next_ = 1;
   std::deque<Step*> queue_;
+  bool cma_ = false;
+  std::vector<int> pids_;
+  std::vector<char> scratch_;
 };
 
 // Whether every member of `comm` shares memory with every other (MPI_Comm_split_type with
@@ -92,6 +104,8 @@ bool members_share_memory(MPI_Comm comm);
 // 2 x half_bytes per member), tells the others its name and nonce, each maps it and checks the
 // nonce. Returns null where this member failed (*failed set): the caller agrees with every
 // member and drops the segments everywhere when one failed. The name stays until unlink_name().
+// Where every member mapped it, each then tries a single-copy read from every other (shm/cma.hpp)
+// and the members agree on the answer (Segment::cma(): the same on every member).
 std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* failed);
 
 }  // namespace hier::shm
