@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "sched/transport.hpp"
+#include "shm/cma.hpp"
 #include "shm/segment.hpp"
 
 namespace hier::model {
@@ -344,6 +345,17 @@ double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, 
   const double n = static_cast<double>(st.count * ub);
   double all = 0, most = 0;
   for (int64_t x : st.counts) all += static_cast<double>(x * ub), most = std::max(most, static_cast<double>(x * ub));
+  // Single copy (exec/shm_steps.cpp, where measured and large enough): my piece of every peer's
+  // buffer read through the kernel and folded (reduce-scatter), or every peer's piece read
+  // (allgather); one round to publish the buffers and one to hand them back.
+  const double sc = m.shm.single_ns_per_byte;
+  const double gathered = st.kind == Kind::Allgather ? n * p : all;
+  if (sc >= 0 && (st.kind == Kind::ReduceScatter || st.kind == Kind::Allgather || st.kind == Kind::Allgatherv) &&
+      shm::single_copy_pays(static_cast<int64_t>(gathered))) {
+    const double others = gathered / p * (p - 1);
+    if (st.kind == Kind::ReduceScatter) return all / p * c + others * (sc + r) + 2 * m.shm.round_ns;
+    return gathered / p * c + others * sc + 2 * m.shm.round_ns;
+  }
   switch (st.kind) {
     case Kind::ReduceScatter:  // the others' pieces in, my piece folded from every slot
       return all * c + all / p * (p - 1) * r + rounds(all) * m.shm.round_ns;
