@@ -28,6 +28,7 @@
 #include "exec/typed.hpp"
 #include "shm/cma.hpp"
 #include "shm/segment.hpp"
+#include "shm/wait.hpp"
 
 namespace {
 
@@ -35,16 +36,26 @@ struct Form {
   const char* name;
   std::function<int()> run;
   std::vector<double> ms;
+  double waits = 0;  // yields and naps of the flag waits, per call, summed over the samples
 };
 
-double sample_ms(const std::function<int()>& run, int iters) {
+// One sample: ms per call (the slowest rank's); adds the flag waits' yields and naps per call
+// (the mean over ranks) to *waits.
+double sample_ms(const std::function<int()>& run, int iters, double* waits) {
   PMPI_Barrier(MPI_COMM_WORLD);
+  const hier::shm::WaitCounts w0 = hier::shm::wait_counts();
   const double t0 = MPI_Wtime();
   for (int i = 0; i < iters; ++i)
     if (run() != MPI_SUCCESS) std::abort();
-  double dt = (MPI_Wtime() - t0) * 1e3 / iters;
-  PMPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return dt;
+  double v[2] = {(MPI_Wtime() - t0) * 1e3 / iters, 0};
+  const hier::shm::WaitCounts w1 = hier::shm::wait_counts();
+  v[1] = static_cast<double>(w1.yields - w0.yields + w1.naps - w0.naps) / iters;
+  PMPI_Allreduce(MPI_IN_PLACE, &v[0], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  PMPI_Allreduce(MPI_IN_PLACE, &v[1], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  int p = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  *waits += v[1] / p;
+  return v[0];
 }
 
 }  // namespace
@@ -134,10 +145,10 @@ int main(int argc, char** argv) {
   }
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   for (int r = 0; r < reps; ++r)
-    for (Form& f : forms) f.ms.push_back(sample_ms(f.run, iters));
+    for (Form& f : forms) f.ms.push_back(sample_ms(f.run, iters, &f.waits));
   if (seg->cma())
     for (int r = 0; r < reps; ++r)
-      for (Form& f : parts) f.ms.push_back(sample_ms(f.run, iters));
+      for (Form& f : parts) f.ms.push_back(sample_ms(f.run, iters, &f.waits));
   if (rank == 0) {
     std::printf("# bench_shm_rs: %d ranks, %lld float32 in (%.1f MiB), %d reps x %d calls: ms per call, median [min max]\n",
                 p, static_cast<long long>(count), count * 4.0 / (1 << 20), reps, iters);
@@ -145,8 +156,9 @@ int main(int argc, char** argv) {
     const double base = med(forms[1].ms);
     for (Form& f : forms) {
       const double m = med(f.ms);
-      std::printf("%-8s %9.2f [%.2f %.2f]  direct/this %.2fx\n", f.name, m, *std::min_element(f.ms.begin(), f.ms.end()),
-                  *std::max_element(f.ms.begin(), f.ms.end()), base / m);
+      std::printf("%-8s %9.2f [%.2f %.2f]  direct/this %.2fx  yields+naps per rank per call %.0f\n", f.name, m,
+                  *std::min_element(f.ms.begin(), f.ms.end()), *std::max_element(f.ms.begin(), f.ms.end()), base / m,
+                  f.waits / static_cast<double>(f.ms.size()));
     }
     if (seg->cma()) {
       std::printf("# parts of single (the same work alone, no flags): ms per call, median [min max]\n");

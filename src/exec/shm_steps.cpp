@@ -10,6 +10,7 @@
 #include "base/hooks.hpp"
 #include "config/config.hpp"
 #include "shm/cma.hpp"
+#include "shm/wait.hpp"
 
 namespace hier::exec {
 namespace {
@@ -33,6 +34,8 @@ std::string report() {
     if (const uint64_t n = g_single[k].load()) single[sched::to_string(static_cast<Kind>(k))] = n;
   j["single_copy"] = single;
   if (const uint64_t n = g_refused.load()) j["single_copy_refused"] = n;
+  const shm::WaitCounts w = shm::wait_counts();
+  j["waiting"] = {{"spins", w.spins}, {"yields", w.yields}, {"naps", w.naps}};
   j["rounds"] = g_rounds.load();
   return j.dump();
 }

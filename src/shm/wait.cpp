@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include <atomic>
+
 namespace hier::shm {
 namespace {
 inline void cpu_relax() {
@@ -12,18 +14,27 @@ inline void cpu_relax() {
   asm volatile("yield");
 #endif
 }
+std::atomic<uint64_t> g_spins{0}, g_yields{0}, g_naps{0};
 }  // namespace
 
 void Backoff::pause() {
   ++tries_;
   if (tries_ <= p_.spin) {
+    g_spins.fetch_add(1, std::memory_order_relaxed);
     cpu_relax();
   } else if (tries_ <= p_.spin + p_.yield || p_.nap_ns <= 0) {
+    g_yields.fetch_add(1, std::memory_order_relaxed);
     sched_yield();
   } else {
+    g_naps.fetch_add(1, std::memory_order_relaxed);
     const timespec ts{0, p_.nap_ns};
     nanosleep(&ts, nullptr);
   }
+}
+
+WaitCounts wait_counts() {
+  return {g_spins.load(std::memory_order_relaxed), g_yields.load(std::memory_order_relaxed),
+          g_naps.load(std::memory_order_relaxed)};
 }
 
 }  // namespace hier::shm

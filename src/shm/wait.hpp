@@ -27,6 +27,13 @@ class Backoff {
   uint64_t tries_ = 0;
 };
 
+// What the waiting has cost this process so far: tries that spun, yielded the core, napped
+// (the report's shm section; bench/shm/bench_rs.cpp prints them per call).
+struct WaitCounts {
+  uint64_t spins = 0, yields = 0, naps = 0;
+};
+WaitCounts wait_counts();
+
 // Waits until pred() holds.
 template <class Pred>
 void wait_until(Pred pred, const WaitPolicy& p = WaitPolicy{}) {
