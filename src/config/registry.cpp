@@ -282,13 +282,14 @@ const VarSpec kVars[] = {
      else return std::string("not off, auto or on");
      return std::string();
    }, true},
-  {"HIER_SHM_CMA", "auto", "auto or off",
-   "With HIER_SHM: large reduce-scatter and allgather(v) steps read the peers' buffers directly (single copy, process_vm_readv) where every member of the level may (same user, ptrace allowed: tried when the segment is built), instead of copying through the segment; off: always copy-in (docs/shm.md). Must be the same on every rank.",
+  {"HIER_SHM_CMA", "auto", "off, auto or on",
+   "With HIER_SHM: large reduce-scatter and allgather(v) steps read the peers' buffers directly (single copy, process_vm_readv) instead of copying through the segment, where every member of the level may (same user, ptrace allowed: tried when the segment is built); auto: where the model predicts it faster than copy-in (from hier-tune's measured shm.single_ns_per_byte; without it, never); on: wherever allowed; off: never (docs/shm.md). Must be the same on every rank.",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
-     if (s == "auto" || s == "1" || s == "on" || s.empty()) c.shm_cma = true;
-     else if (s == "off" || s == "0") c.shm_cma = false;
-     else return std::string("not auto or off");
+     if (s == "auto" || s.empty()) c.shm_cma = ShmCma::Auto;
+     else if (s == "on" || s == "1") c.shm_cma = ShmCma::On;
+     else if (s == "off" || s == "0") c.shm_cma = ShmCma::Off;
+     else return std::string("not off, auto or on");
      return std::string();
    }, true},
   {"HIER_PROGRESS", "off", "off or thread",

@@ -9,6 +9,8 @@
 
 #include "base/hooks.hpp"
 #include "config/config.hpp"
+#include "model/cost.hpp"
+#include "model/load.hpp"
 #include "shm/cma.hpp"
 #include "shm/wait.hpp"
 
@@ -368,13 +370,25 @@ class Barrier final : public Rounds {
   explicit Barrier(shm::Segment& seg) : Rounds(seg, Kind::Barrier, 1) {}
 };
 
-// Whether a reduce-scatter or allgather step of `bytes` (the span of every member's data) runs
-// single copy: where every member can (Segment::cma()), HIER_SHM_CMA allows it, and the step is
-// large enough that its one copy per byte saves more than the extra wait at its end costs
-// (shm::single_copy_pays). The same on every member: the segment's answer was agreed, the
-// setting is, and the counts and type are the step's.
-bool single_copy(const shm::Segment& seg, int64_t bytes) {
-  if (!config::get().shm_cma || !shm::single_copy_pays(bytes)) return false;
+// Whether a reduce-scatter or allgather(v) step runs single copy: where every member can
+// (Segment::cma()) and HIER_SHM_CMA says so: on, wherever the step is large enough that its one
+// copy per byte saves more than the extra wait at its end costs (shm::single_copy_pays); auto,
+// where the model prices it below copy-in (model::shm_single_cheaper, from hier-tune's measured
+// rates). The same on every member: the segment's answer was agreed, the setting and the tune
+// file are, and the counts and type are the step's.
+bool single_copy(const shm::Segment& seg, Kind kind, const ShmArgs& a, const Units& u) {
+  const config::ShmCma mode = config::get().shm_cma;
+  if (mode == config::ShmCma::Off) return false;
+  const int64_t total = kind == Kind::Allgather ? a.count * seg.members()
+                                                : std::accumulate(a.counts.begin(), a.counts.end(), int64_t{0});
+  if (!shm::single_copy_pays(u.span(total))) return false;
+  if (mode == config::ShmCma::Auto) {
+    sched::Step st;
+    st.kind = kind;
+    st.count = a.count;
+    st.counts = a.counts;
+    if (!model::shm_single_cheaper(st, seg.members(), u.t ? u.t->size : 1, model::process().model)) return false;
+  }
   if (!seg.cma()) g_refused.fetch_add(1, std::memory_order_relaxed);
   return seg.cma();
 }
@@ -400,8 +414,7 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
       const int64_t m = u.fit(cap);
       if (m <= 0) return nullptr;
       const int64_t most = *std::max_element(a.counts.begin(), a.counts.end());
-      if (a.single_copy && single_copy(seg, u.span(std::accumulate(a.counts.begin(), a.counts.end(), int64_t{0}))))
-        return std::make_unique<ReduceScatterSingle>(seg, a);
+      if (a.single_copy && single_copy(seg, kind, a, u)) return std::make_unique<ReduceScatterSingle>(seg, a);
       if (a.in_place) return nullptr;  // the copy-in form reads src (no schedule asks in place)
       return std::make_unique<ReduceScatter>(seg, a, m, cap, rounds_for(most, m));
     }
@@ -417,8 +430,7 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
       const int64_t m = u.fit(half);
       if (m <= 0) return nullptr;
       const int64_t most = *std::max_element(v.counts.begin(), v.counts.end());
-      if (a.single_copy && single_copy(seg, u.span(std::accumulate(v.counts.begin(), v.counts.end(), int64_t{0}))))
-        return std::make_unique<AllgatherSingle>(seg, kind, v);
+      if (a.single_copy && single_copy(seg, kind, v, u)) return std::make_unique<AllgatherSingle>(seg, kind, v);
       return std::make_unique<Allgather>(seg, kind, v, m, rounds_for(most, m));
     }
     case Kind::Bcast:

@@ -5,7 +5,7 @@
 // arbitrary floats (the same order of folds); and a member that cannot read its peers (injected)
 // means copy-in on every member, with the same results and no hang. A step that went single copy
 // takes one round of the segment, the copy-in form of these sizes more: that is how each test
-// knows which form ran.
+// knows which form ran. Run with HIER_SHM_CMA=on (single copy wherever allowed: no tune file).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
