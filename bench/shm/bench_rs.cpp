@@ -28,6 +28,7 @@
 #include "exec/typed.hpp"
 #include "shm/cma.hpp"
 #include "shm/segment.hpp"
+#include "shm/step.hpp"
 #include "shm/wait.hpp"
 
 namespace {
@@ -133,6 +134,17 @@ int main(int argc, char** argv) {
        }, {}},
   };
   if (seg->cma()) forms.push_back({"single", shm_form(true), {}});
+  // The same two, their waits yielding (the nap of the old policy) instead of sleeping on the bell.
+  auto yielding = [](std::function<int()> f) {
+    return [f] {
+      hier::shm::set_yields_before_sleep(UINT64_MAX / 2);
+      const int rc = f();
+      hier::shm::set_yields_before_sleep(64);
+      return rc;
+    };
+  };
+  forms.push_back({"copyin-y", yielding(shm_form(false)), {}});
+  if (seg->cma()) forms.push_back({"single-y", yielding(shm_form(true)), {}});
   else if (rank == 0) std::printf("# no single copy between these ranks (process_vm_readv refused)\n");
   // Every form's result against the MPI's, bit for bit.
   forms[0].run();

@@ -102,13 +102,13 @@ class Rounds : public shm::Step {
           if (!seg_.all_done(t >= 2 ? t - 2 : 0)) return false;
           if (rc_ == MPI_SUCCESS) rc_ = produce(r_, seg_.slot(me_, t));
         }
-        seg_.ready(me_).store(t, std::memory_order_release);
+        seg_.raise(seg_.ready(me_), t);
         produced_ = true;
       }
       for (int m = 0; m < p_; ++m)
         if (waits_for(m) && seg_.ready(m).load(std::memory_order_acquire) < t) return false;
       if (rc_ == MPI_SUCCESS) rc_ = consume(r_, t);
-      seg_.done(me_).store(t, std::memory_order_release);
+      seg_.raise(seg_.done(me_), t);
       produced_ = false;
       ++r_;
     }

@@ -12,6 +12,7 @@
 
 #include "diag/log.hpp"
 #include "shm/cma.hpp"
+#include "shm/wait.hpp"
 #include "util/inject.hpp"
 
 namespace hier::shm {
@@ -68,6 +69,12 @@ void Segment::unlink_name() {
   if (name_.empty()) return;
   shm_unlink(name_.c_str());
   name_.clear();
+}
+
+void Segment::raise(std::atomic<uint64_t>& flag, uint64_t round) const {
+  flag.store(round, std::memory_order_release);
+  bell().fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers().load(std::memory_order_seq_cst) > 0) ring(bell());
 }
 
 bool Segment::all_done(uint64_t round) const {
@@ -147,6 +154,8 @@ std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* f
   const bool mine = a.ok && s->base_;
   if (mine) {
     s->flags_ = reinterpret_cast<Flag*>(static_cast<char*>(s->base_) + flags_at());
+    s->bell_ = reinterpret_cast<Word*>(static_cast<char*>(s->base_) + 1024);  // the header page, past the Header
+    s->sleepers_ = s->bell_ + 1;
     s->data_ = static_cast<char*>(s->base_) + data_at(p);
   }
   // Single copy: each member leaves its pid and a word of its stack in its slot; once every

@@ -25,6 +25,10 @@ struct alignas(64) Flag {
   std::atomic<uint64_t> v{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags in shared memory must be lock-free");
+// A 32-bit word in a cache line of its own (a futex must be 32 bits).
+struct alignas(64) Word {
+  std::atomic<uint32_t> v{0};
+};
 
 // The segment's first bytes, written by the creator before anyone else maps it.
 struct Header {
@@ -52,6 +56,12 @@ class Segment {
   char* slot(int m, uint64_t round) const { return data_ + (2 * static_cast<int64_t>(m) + static_cast<int64_t>(round % 2)) * half_; }
   std::atomic<uint64_t>& ready(int m) const { return flags_[2 * m].v; }
   std::atomic<uint64_t>& done(int m) const { return flags_[2 * m + 1].v; }
+  // Raises this member's flag to `round` and rings the segment's bell (shm/wait.hpp), waking
+  // the members asleep on it.
+  void raise(std::atomic<uint64_t>& flag, uint64_t round) const;
+  // The bell: a counter every raise() bumps, and how many members sleep on it (futex).
+  std::atomic<uint32_t>& bell() const { return bell_->v; }
+  std::atomic<uint32_t>& sleepers() const { return sleepers_->v; }
 
   // The next `n` rounds of this member (their numbers: the value returned, + 1, ...).
   uint64_t take_rounds(uint64_t n) {
@@ -87,6 +97,7 @@ class Segment {
   size_t bytes_ = 0;
   void* base_ = nullptr;
   Flag* flags_ = nullptr;
+  Word *bell_ = nullptr, *sleepers_ = nullptr;  // in the header page
   char* data_ = nullptr;
   std::string name_;  // the creator's, until unlinked
   uint64_t next_ = 1;

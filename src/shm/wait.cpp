@@ -1,6 +1,11 @@
 #include "shm/wait.hpp"
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
 #include <time.h>
 
 #include <atomic>
@@ -35,6 +40,23 @@ void Backoff::pause() {
 WaitCounts wait_counts() {
   return {g_spins.load(std::memory_order_relaxed), g_yields.load(std::memory_order_relaxed),
           g_naps.load(std::memory_order_relaxed)};
+}
+
+}  // namespace hier::shm
+
+namespace hier::shm {
+
+void ring(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+bool sleep_on(const Bell& bell, uint32_t seen) {
+  bell.sleepers->fetch_add(1, std::memory_order_seq_cst);
+  const timespec ts{0, bell.timeout_ns};
+  g_naps.fetch_add(1, std::memory_order_relaxed);
+  const long rc = syscall(SYS_futex, reinterpret_cast<uint32_t*>(bell.word), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  bell.sleepers->fetch_sub(1, std::memory_order_seq_cst);
+  return rc == 0;
 }
 
 }  // namespace hier::shm
