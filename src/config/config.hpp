@@ -41,6 +41,9 @@ enum class Algo : uint8_t { Auto, Flat, Hier };
 enum class Quant : uint8_t { Off, Int8, Int4 };
 // HIER_SHM: level steps through shared memory (docs/shm.md).
 enum class ShmMode : uint8_t { Off, Auto, On };
+// HIER_SHM_CMA: single-copy segment steps (docs/shm.md): never, where the model prefers them, or
+// wherever the kernel allows and the step is large enough.
+enum class ShmCma : uint8_t { Off, Auto, On };
 
 // One level of HIER_LEVELS, innermost first. size == 0: detect (hwloc / shared memory).
 struct Level {
@@ -67,6 +70,7 @@ struct Config {
   int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
   ShmMode shm = ShmMode::Off;    // HIER_SHM: node-level steps through a shared segment
+  ShmCma shm_cma = ShmCma::Auto; // HIER_SHM_CMA: single-copy shm steps
   // HIER_GPU_AWARE: whether the MPI takes device pointers; -1 = auto (asked through
   // MPIX_Query_cuda_support / MPIX_Query_rocm_support, device/gpu_aware.hpp), 0 = no, 1 = yes.
   int gpu_aware = -1;

@@ -283,6 +283,16 @@ const VarSpec kVars[] = {
      else return std::string("not off, auto or on");
      return std::string();
    }, true},
+  {"HIER_SHM_CMA", "auto", "off, auto or on",
+   "With HIER_SHM: large reduce-scatter and allgather(v) steps read the peers' buffers directly (single copy, process_vm_readv) instead of copying through the segment, where every member of the level may (same user, ptrace allowed: tried when the segment is built); auto: where the model predicts it faster than copy-in (from hier-tune's measured shm.single_ns_per_byte; without it, never); on: wherever allowed; off: never (docs/shm.md). Must be the same on every rank.",
+   [](const std::string& v, Config& c) {
+     const std::string s = lower(trim(v));
+     if (s == "auto" || s.empty()) c.shm_cma = ShmCma::Auto;
+     else if (s == "on" || s == "1") c.shm_cma = ShmCma::On;
+     else if (s == "off" || s == "0") c.shm_cma = ShmCma::Off;
+     else return std::string("not off, auto or on");
+     return std::string();
+   }, true},
   {"HIER_PROGRESS", "off", "off or thread",
    "Who advances libhier's nonblocking collectives: off = the program's MPI calls (MPI_Wait/MPI_Test, ...); thread = also a progress thread, which needs MPI_THREAD_MULTIPLE (otherwise a warning and off).",
    [](const std::string& v, Config& c) {

@@ -4,9 +4,15 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "base/hooks.hpp"
+#include "config/config.hpp"
+#include "model/cost.hpp"
+#include "model/load.hpp"
+#include "shm/cma.hpp"
+#include "shm/wait.hpp"
 
 namespace hier::exec {
 namespace {
@@ -15,8 +21,9 @@ using sched::Kind;
 
 // Report: steps run through shared memory, per kind, and the rounds they took.
 constexpr size_t kKinds = static_cast<size_t>(Kind::DequantizeReduce) + 1;
-std::array<std::atomic<uint64_t>, kKinds> g_steps{};
+std::array<std::atomic<uint64_t>, kKinds> g_steps{}, g_single{};
 std::atomic<uint64_t> g_rounds{0};
+std::atomic<uint64_t> g_refused{0};  // steps that would have gone single copy but for the kernel
 
 std::string report() {
   nlohmann::json j = nlohmann::json::object();
@@ -24,15 +31,23 @@ std::string report() {
   for (size_t k = 0; k < kKinds; ++k)
     if (const uint64_t n = g_steps[k].load()) steps[sched::to_string(static_cast<Kind>(k))] = n;
   j["steps"] = steps;
+  nlohmann::json single = nlohmann::json::object();  // of which single copy (shm/cma.hpp)
+  for (size_t k = 0; k < kKinds; ++k)
+    if (const uint64_t n = g_single[k].load()) single[sched::to_string(static_cast<Kind>(k))] = n;
+  j["single_copy"] = single;
+  if (const uint64_t n = g_refused.load()) j["single_copy_refused"] = n;
+  const shm::WaitCounts w = shm::wait_counts();
+  j["waiting"] = {{"spins", w.spins}, {"yields", w.yields}, {"naps", w.naps}};
   j["rounds"] = g_rounds.load();
   return j.dump();
 }
 
-void count(Kind k, uint64_t rounds) {
+void count(Kind k, uint64_t rounds, bool single) {
   static const bool registered = (base::add_report_section("shm", report), true);
   (void)registered;
   g_steps[static_cast<size_t>(k)].fetch_add(1, std::memory_order_relaxed);
   g_rounds.fetch_add(rounds, std::memory_order_relaxed);
+  if (single) g_single[static_cast<size_t>(k)].fetch_add(1, std::memory_order_relaxed);
 }
 
 // The units a step moves: elements of a type (laid out in a slot as in the user's buffer,
@@ -73,6 +88,10 @@ class Rounds : public shm::Step {
   virtual bool waits_for(int m) const { return m != me_ && writes(m); }
   virtual int produce(uint64_t r, char* mine) { (void)r, (void)mine; return MPI_SUCCESS; }
   virtual int consume(uint64_t r, uint64_t round) { (void)r, (void)round; return MPI_SUCCESS; }
+  // Single-copy steps read the peers' own buffers: a member must not leave the step (and hand
+  // its buffers back to the program) before every member is done reading them; then release().
+  virtual bool holds() const { return false; }
+  virtual int release() { return MPI_SUCCESS; }
   char* slot(int m, uint64_t round) const { return seg_.slot(m, round); }
 
   bool poll() override {
@@ -83,17 +102,22 @@ class Rounds : public shm::Step {
           if (!seg_.all_done(t >= 2 ? t - 2 : 0)) return false;
           if (rc_ == MPI_SUCCESS) rc_ = produce(r_, seg_.slot(me_, t));
         }
-        seg_.ready(me_).store(t, std::memory_order_release);
+        seg_.raise(seg_.ready(me_), t);
         produced_ = true;
       }
       for (int m = 0; m < p_; ++m)
         if (waits_for(m) && seg_.ready(m).load(std::memory_order_acquire) < t) return false;
       if (rc_ == MPI_SUCCESS) rc_ = consume(r_, t);
-      seg_.done(me_).store(t, std::memory_order_release);
+      seg_.raise(seg_.done(me_), t);
       produced_ = false;
       ++r_;
     }
-    if (!counted_) count(kind_, n_), counted_ = true;
+    if (!released_) {
+      if (holds() && !seg_.all_done(first_ + n_ - 1)) return false;
+      if (rc_ == MPI_SUCCESS) rc_ = release();
+      released_ = true;
+    }
+    if (!counted_) count(kind_, n_, holds()), counted_ = true;
     return true;
   }
 
@@ -103,7 +127,7 @@ class Rounds : public shm::Step {
 
  private:
   uint64_t r_ = 0;
-  bool produced_ = false, counted_ = false;
+  bool produced_ = false, counted_ = false, released_ = false;
 };
 
 // Member i ends with the reduction of every member's piece i. Each member copies the pieces of
@@ -138,6 +162,127 @@ class ReduceScatter final : public Rounds {
   const Units u_;
   const int64_t m_, pb_;
   std::vector<int64_t> displs_;
+};
+
+// The address a single-copy step publishes in its member's slot half (the round's only data).
+void publish(char* mine, const char* addr) {
+  const auto v = reinterpret_cast<uint64_t>(addr);
+  std::memcpy(mine, &v, sizeof v);
+}
+const char* published(const char* slot) {
+  uint64_t v = 0;
+  std::memcpy(&v, slot, sizeof v);
+  return reinterpret_cast<const char*>(v);
+}
+
+// Elements a single-copy step reads from a peer per kernel call: small enough that the chunk
+// and the sums it folds into stay in the cache between the read and the fold.
+constexpr int64_t kSingleChunkBytes = int64_t{128} << 10;
+
+// Single copy (Segment::cma(), shm/cma.hpp): one round in which every member publishes the
+// address of its input; member i then reads piece i of every other member's input through the
+// kernel, a chunk at a time, into its scratch and folds it into its output, in the copy-in
+// form's order (own, i-1, i-2, ...): the same bits, with one copy per byte instead of two and
+// one round instead of one per slot's fill. A member keeps its input as it is until every
+// member is done reading (holds()). Where the output overlaps the input (in place), the sums
+// gather in a private buffer, copied to the output once the peers are done.
+class ReduceScatterSingle final : public Rounds {
+ public:
+  ReduceScatterSingle(shm::Segment& seg, const ShmArgs& a)
+      : Rounds(seg, Kind::ReduceScatter, 1), a_(a), u_(a.info), displs_(a.counts.size(), 0) {
+    for (size_t i = 1; i < displs_.size(); ++i) displs_[i] = displs_[i - 1] + a.counts[i - 1];
+  }
+
+ private:
+  const char* in() const { return a_.in_place ? a_.dst : a_.src; }
+  bool holds() const override { return true; }
+  int produce(uint64_t, char* mine) override {
+    publish(mine, in());
+    return MPI_SUCCESS;
+  }
+  int consume(uint64_t, uint64_t round) override {
+    const int64_t n = a_.counts[me_];
+    if (n <= 0) return MPI_SUCCESS;
+    const int64_t total = displs_.back() + a_.counts.back();
+    const char* in_lo = in() + u_.lb;
+    const char* in_hi = in_lo + u_.span(total);
+    char* out = a_.dst;
+    if (out + u_.lb < in_hi && in_lo < out + u_.lb + u_.span(n)) {
+      private_.resize(static_cast<size_t>(u_.span(n)));
+      out = private_.data() - u_.lb;
+    }
+    const int64_t chunk = std::max<int64_t>(1, u_.fit(kSingleChunkBytes));
+    std::vector<char>& tmp = seg_.scratch();
+    tmp.resize(static_cast<size_t>(u_.span(std::min(chunk, n))));
+    int rc = MPI_SUCCESS;
+    for (int64_t off = 0; off < n && rc == MPI_SUCCESS; off += chunk) {
+      const int64_t k = std::min(chunk, n - off);
+      const int64_t at = (displs_[me_] + off) * u_.ext;  // in every member's input
+      char* acc = out + off * u_.ext;
+      rc = u_.copy(in() + at, acc, k);
+      for (int d = 1; d < p_ && rc == MPI_SUCCESS; ++d) {
+        const int j = (me_ - d + p_) % p_;
+        if (!shm::cma_read(seg_.pid(j), published(slot(j, round)) + at + u_.lb, tmp.data(), static_cast<size_t>(u_.span(k))))
+          rc = MPI_ERR_OTHER;
+        else
+          rc = PMPI_Reduce_local(tmp.data() - u_.lb, acc, static_cast<int>(k), u_.t->type, a_.op);
+      }
+    }
+    return rc;
+  }
+  int release() override {
+    if (private_.empty()) return MPI_SUCCESS;
+    return u_.copy(private_.data() - u_.lb, a_.dst, a_.counts[me_]);
+  }
+  const ShmArgs a_;
+  const Units u_;
+  std::vector<int64_t> displs_;
+  std::vector<char> private_;
+};
+
+// Single copy: every member puts its own piece in place in its output and publishes the
+// output's address; each then reads every other member's piece from that member's output
+// through the kernel, straight into its own output where the elements are plain bytes
+// (otherwise a chunk at a time through its scratch, so that the gaps of a derived type are not
+// written), starting at the next member so that the readers spread over the owners.
+class AllgatherSingle final : public Rounds {
+ public:
+  AllgatherSingle(shm::Segment& seg, Kind kind, const ShmArgs& a) : Rounds(seg, kind, 1), a_(a), u_(a.info) {}
+
+ private:
+  char* at(int i) const { return a_.dst + a_.displs[i] * u_.ext; }
+  bool holds() const override { return true; }
+  int produce(uint64_t, char* mine) override {
+    publish(mine, a_.dst);
+    return a_.in_place ? MPI_SUCCESS : u_.copy(a_.src, at(me_), a_.counts[me_]);
+  }
+  int consume(uint64_t, uint64_t round) override {
+    const bool dense = !u_.t || u_.t->dense;
+    const int64_t chunk = std::max<int64_t>(1, u_.fit(kSingleChunkBytes));
+    std::vector<char>& tmp = seg_.scratch();
+    int rc = MPI_SUCCESS;
+    for (int d = 1; d < p_ && rc == MPI_SUCCESS; ++d) {
+      const int i = (me_ + d) % p_;
+      const int64_t n = a_.counts[i];
+      const char* remote = published(slot(i, round)) + a_.displs[i] * u_.ext;
+      if (n <= 0) continue;
+      if (dense) {
+        if (!shm::cma_read(seg_.pid(i), remote, at(i), static_cast<size_t>(u_.span(n)))) rc = MPI_ERR_OTHER;
+        continue;
+      }
+      tmp.resize(static_cast<size_t>(u_.span(std::min(chunk, n))));
+      for (int64_t off = 0; off < n && rc == MPI_SUCCESS; off += chunk) {
+        const int64_t k = std::min(chunk, n - off);
+        if (!shm::cma_read(seg_.pid(i), remote + off * u_.ext + u_.lb, tmp.data(), static_cast<size_t>(u_.span(k))))
+          rc = MPI_ERR_OTHER;
+        else
+          rc = u_.copy(tmp.data() - u_.lb, at(i) + off * u_.ext, k);
+      }
+    }
+    return rc;
+  }
+  const ShmArgs a_;
+  const Units u_;
 };
 
 // Every member's piece (counts / displs in dst) to every member: each copies its own in, then
@@ -225,6 +370,29 @@ class Barrier final : public Rounds {
   explicit Barrier(shm::Segment& seg) : Rounds(seg, Kind::Barrier, 1) {}
 };
 
+// Whether a reduce-scatter or allgather(v) step runs single copy: where every member can
+// (Segment::cma()) and HIER_SHM_CMA says so: on, wherever the step is large enough that its one
+// copy per byte saves more than the extra wait at its end costs (shm::single_copy_pays); auto,
+// where the model prices it below copy-in (model::shm_single_cheaper, from hier-tune's measured
+// rates). The same on every member: the segment's answer was agreed, the setting and the tune
+// file are, and the counts and type are the step's.
+bool single_copy(const shm::Segment& seg, Kind kind, const ShmArgs& a, const Units& u) {
+  const config::ShmCma mode = config::get().shm_cma;
+  if (mode == config::ShmCma::Off) return false;
+  const int64_t total = kind == Kind::Allgather ? a.count * seg.members()
+                                                : std::accumulate(a.counts.begin(), a.counts.end(), int64_t{0});
+  if (!shm::single_copy_pays(u.span(total))) return false;
+  if (mode == config::ShmCma::Auto) {
+    sched::Step st;
+    st.kind = kind;
+    st.count = a.count;
+    st.counts = a.counts;
+    if (!model::shm_single_cheaper(st, seg.members(), u.t ? u.t->size : 1, model::process().model)) return false;
+  }
+  if (!seg.cma()) g_refused.fetch_add(1, std::memory_order_relaxed);
+  return seg.cma();
+}
+
 bool commutative(MPI_Op op) {
   if (op == MPI_OP_NULL || op == MPI_REPLACE || op == MPI_NO_OP) return false;
   int c = 0;
@@ -246,6 +414,8 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
       const int64_t m = u.fit(cap);
       if (m <= 0) return nullptr;
       const int64_t most = *std::max_element(a.counts.begin(), a.counts.end());
+      if (a.single_copy && single_copy(seg, kind, a, u)) return std::make_unique<ReduceScatterSingle>(seg, a);
+      if (a.in_place) return nullptr;  // the copy-in form reads src (no schedule asks in place)
       return std::make_unique<ReduceScatter>(seg, a, m, cap, rounds_for(most, m));
     }
     case Kind::Allgather:
@@ -260,6 +430,7 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
       const int64_t m = u.fit(half);
       if (m <= 0) return nullptr;
       const int64_t most = *std::max_element(v.counts.begin(), v.counts.end());
+      if (a.single_copy && single_copy(seg, kind, v, u)) return std::make_unique<AllgatherSingle>(seg, kind, v);
       return std::make_unique<Allgather>(seg, kind, v, m, rounds_for(most, m));
     }
     case Kind::Bcast:

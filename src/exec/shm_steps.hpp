@@ -35,6 +35,9 @@ struct ShmArgs {
   std::vector<int64_t> counts, displs;  // ReduceScatter (counts), Allgatherv (both)
   const TypeInfo* info = nullptr;       // null: units are bytes; the caller's (a request's) until the step completes
   MPI_Op op = MPI_OP_NULL;
+  // false: never single copy (benchmarks compare the two forms); otherwise where it pays and is
+  // allowed (Segment::cma(), HIER_SHM_CMA)
+  bool single_copy = true;
 };
 
 // Starts `kind` on `seg`; null when the transport declines these inputs (an operation that is

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "sched/transport.hpp"
+#include "shm/cma.hpp"
 #include "shm/segment.hpp"
 
 namespace hier::model {
@@ -332,29 +333,56 @@ double linear_v(const sched::Step& st, int members, const LevelParams& lp, bool 
   return bytes > 0 ? lp.message_ns(bytes, 1) : 0;
 }
 
-// A level step through the shared segment (Via::Shm; exec/shm_steps.hpp), one member's time: its
-// copies in and out at copy_ns_per_byte, its folds at reduce_ns_per_byte, and one flag
-// synchronization per round of a slot's half (shm::kHalfBytes).
-double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, bool with_reduce) {
-  const double p = members;
-  const double c = m.shm.copy_ns_per_byte >= 0 ? m.shm.copy_ns_per_byte : m.copy_ns_per_byte;
-  const double r = !with_reduce ? 0.0 : m.shm.reduce_ns_per_byte >= 0 ? m.shm.reduce_ns_per_byte : m.reduce_ns_per_byte;
-  const double half = static_cast<double>(shm::kHalfBytes);
-  auto rounds = [&](double per_round_bytes) { return std::max(1.0, std::ceil(per_round_bytes / half)); };
-  const double n = static_cast<double>(st.count * ub);
-  double all = 0, most = 0;
-  for (int64_t x : st.counts) all += static_cast<double>(x * ub), most = std::max(most, static_cast<double>(x * ub));
-  switch (st.kind) {
-    case Kind::ReduceScatter:  // the others' pieces in, my piece folded from every slot
-      return all * c + all / p * (p - 1) * r + rounds(all) * m.shm.round_ns;
-    case Kind::Allgather: return n * p * c + rounds(n) * m.shm.round_ns;
-    case Kind::Allgatherv: return all * c + rounds(most) * m.shm.round_ns;
-    case Kind::Bcast: return n * c + rounds(n) * m.shm.round_ns;
-    case Kind::Reduce: return n * c + n * (p - 1) * r + rounds(n) * m.shm.round_ns;
-    case Kind::Allreduce: return 2 * n * c + n * (p - 1) * r + rounds(n) * m.shm.round_ns;
-    default: return m.shm.round_ns;  // barrier
+namespace {
+// The rates of a step through the segment: copies, folds (0 without a reduction), and single
+// copy's kernel read (< 0: none measured; the steps then stay copy-in).
+struct ShmCost {
+  double p, c, r, sc, n = 0, all = 0, most = 0;
+  ShmCost(const sched::Step& st, int members, int64_t ub, const Model& m, bool with_reduce)
+      : p(members),
+        c(m.shm.copy_ns_per_byte >= 0 ? m.shm.copy_ns_per_byte : m.copy_ns_per_byte),
+        r(!with_reduce ? 0.0 : m.shm.reduce_ns_per_byte >= 0 ? m.shm.reduce_ns_per_byte : m.reduce_ns_per_byte),
+        sc(m.shm.single_ns_per_byte), n(static_cast<double>(st.count * ub)) {
+    for (int64_t x : st.counts) all += static_cast<double>(x * ub), most = std::max(most, static_cast<double>(x * ub));
   }
+  // Single copy (exec/shm_steps.cpp): my piece of every peer's buffer read through the kernel
+  // and folded (reduce-scatter), or every peer's piece read (allgather); one round to publish
+  // the buffers and one to hand them back. < 0 where it does not apply.
+  double single(Kind k, double round_ns) const {
+    if (sc < 0 || (k != Kind::ReduceScatter && k != Kind::Allgather && k != Kind::Allgatherv)) return -1;
+    const double gathered = k == Kind::Allgather ? n * p : all;
+    if (!shm::single_copy_pays(static_cast<int64_t>(gathered))) return -1;
+    const double others = gathered / p * (p - 1);
+    if (k == Kind::ReduceScatter) return all / p * c + others * (sc + r) + 2 * round_ns;
+    return gathered / p * c + others * sc + 2 * round_ns;
+  }
+  // Copy-in: copies in and out, folds, one flag synchronization per round of a slot's half.
+  double copyin(Kind k, double round_ns) const {
+    const double half = static_cast<double>(shm::kHalfBytes);
+    auto rounds = [&](double per_round_bytes) { return std::max(1.0, std::ceil(per_round_bytes / half)); };
+    switch (k) {
+      case Kind::ReduceScatter:  // the others' pieces in, my piece folded from every slot
+        return all * c + all / p * (p - 1) * r + rounds(all) * round_ns;
+      case Kind::Allgather: return n * p * c + rounds(n) * round_ns;
+      case Kind::Allgatherv: return all * c + rounds(most) * round_ns;
+      case Kind::Bcast: return n * c + rounds(n) * round_ns;
+      case Kind::Reduce: return n * c + n * (p - 1) * r + rounds(n) * round_ns;
+      case Kind::Allreduce: return 2 * n * c + n * (p - 1) * r + rounds(n) * round_ns;
+      default: return round_ns;  // barrier
+    }
+  }
+};
+}  // namespace
+
+// A level step through the shared segment (Via::Shm; exec/shm_steps.hpp), one member's time:
+// single copy where the model prefers it (shm_single_cheaper, as the executor decides), else
+// copy-in.
+double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, bool with_reduce) {
+  const ShmCost k(st, members, ub, m, with_reduce);
+  const double single = k.single(st.kind, m.shm.round_ns), copyin = k.copyin(st.kind, m.shm.round_ns);
+  return single >= 0 && single < copyin ? single : copyin;
 }
+
 
 bool is_local(Kind k) {
   return k == Kind::Copy || k == Kind::LoadBlock || k == Kind::StoreBlock || k == Kind::Quantize ||
@@ -368,6 +396,12 @@ StepKey key_of(const sched::Step& st, size_t index) {
 }
 
 }  // namespace
+
+bool shm_single_cheaper(const sched::Step& st, int members, int64_t ub, const Model& m) {
+  const ShmCost k(st, members, ub, m, st.kind == Kind::ReduceScatter);
+  const double single = k.single(st.kind, m.shm.round_ns);
+  return single >= 0 && single < k.copyin(st.kind, m.shm.round_ns);
+}
 
 double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Model& m, int64_t ub, int flows,
                  bool with_reduce, int quant_bits) {

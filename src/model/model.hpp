@@ -100,6 +100,9 @@ struct ShmRates {
   double reduce_ns_per_byte = -1;  // folding a peer's slot into one's own buffer; < 0: Model::reduce_ns_per_byte
   double round_ns = 20000;         // one flag round (every member raises its flag and sees the others')
   int members = 0;                 // the members it was measured with (0: not measured)
+  // single copy (shm/cma.hpp): reading a peer's buffer through the kernel; < 0: not measured,
+  // and the steps are costed as copy-in (hier-tune writes it only where the kernel allowed it)
+  double single_ns_per_byte = -1;
 };
 
 struct Model {

@@ -254,6 +254,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
     m.shm.reduce_ns_per_byte = number(sh, "reduce_ns_per_byte", "shm.");
     m.shm.round_ns = number(sh, "round_ns", "shm.");
     m.shm.members = int_of(sh, "members", "shm.", 2);
+    if (sh.contains("single_ns_per_byte")) m.shm.single_ns_per_byte = number(sh, "single_ns_per_byte", "shm.");
   }
   if (j.contains("planner")) {
     const json& p = j.at("planner");
@@ -482,6 +483,7 @@ std::string write(const TuneDoc& d) {
                 {"reduce_ns_per_byte", m.shm.reduce_ns_per_byte},
                 {"round_ns", m.shm.round_ns},
                 {"members", m.shm.members}};
+  if (d.has.shm && m.shm.single_ns_per_byte >= 0) j["shm"]["single_ns_per_byte"] = m.shm.single_ns_per_byte;
   if (!d.dtype_json.empty()) j["dtype"] = json::parse(d.dtype_json);
   return j.dump(2) + "\n";
 }

@@ -11,6 +11,8 @@
 #include <random>
 
 #include "diag/log.hpp"
+#include "shm/cma.hpp"
+#include "shm/wait.hpp"
 #include "util/inject.hpp"
 
 namespace hier::shm {
@@ -22,6 +24,27 @@ int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 // The flags start at the second page, the data at a page after them.
 int64_t flags_at() { return kAlign; }
 int64_t data_at(int members) { return align_up(flags_at() + 2 * members * static_cast<int64_t>(sizeof(Flag)), kAlign); }
+
+// What each member leaves in its slot for the single-copy probe: its process and a word of its
+// memory, with the value the word must have.
+struct Probe {
+  int64_t pid = 0;
+  uint64_t addr = 0, value = 0;
+};
+
+// Whether this member reads every other member's probe word through the kernel.
+bool probe_peers(const Segment& s) {
+  if (util::injected_failure("cma")) return false;  // tests: this member cannot use single copy
+  for (int m = 0; m < s.members(); ++m) {
+    if (m == s.me()) continue;
+    Probe rec;
+    std::memcpy(&rec, s.slot(m, 0), sizeof rec);
+    uint64_t v = 0;
+    if (!cma_read(static_cast<pid_t>(rec.pid), reinterpret_cast<const void*>(rec.addr), &v, sizeof v) || v != rec.value)
+      return false;
+  }
+  return true;
+}
 
 // What member 0 tells the others (PMPI_Bcast as bytes).
 struct Announce {
@@ -46,6 +69,12 @@ void Segment::unlink_name() {
   if (name_.empty()) return;
   shm_unlink(name_.c_str());
   name_.clear();
+}
+
+void Segment::raise(std::atomic<uint64_t>& flag, uint64_t round) const {
+  flag.store(round, std::memory_order_release);
+  bell().fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers().load(std::memory_order_seq_cst) > 0) ring(bell());
 }
 
 bool Segment::all_done(uint64_t round) const {
@@ -122,12 +151,44 @@ std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* f
     }
   }
   if (util::injected_failure("shm")) a.ok = 0;  // tests: this member cannot map it
-  if (!a.ok || !s->base_) {
+  const bool mine = a.ok && s->base_;
+  if (mine) {
+    s->flags_ = reinterpret_cast<Flag*>(static_cast<char*>(s->base_) + flags_at());
+    s->bell_ = reinterpret_cast<Word*>(static_cast<char*>(s->base_) + 1024);  // the header page, past the Header
+    s->sleepers_ = s->bell_ + 1;
+    s->data_ = static_cast<char*>(s->base_) + data_at(p);
+  }
+  // Single copy: each member leaves its pid and a word of its stack in its slot; once every
+  // member mapped the segment (the first agreement, which also orders those writes before the
+  // reads), each reads every other's word through the kernel; the second agreement makes the
+  // answer the same on every member. The word stays valid: no member leaves the second
+  // agreement before every member has entered it, i.e. finished its reads.
+  const uint64_t word = a.nonce ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(me + 1));
+  if (mine) {
+    const Probe rec{static_cast<int64_t>(getpid()), reinterpret_cast<uint64_t>(&word), word};
+    std::memcpy(s->slot(me, 0), &rec, sizeof rec);
+  }
+  int all = mine ? 1 : 0;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all = 0;
+  if (!mine) {
     *failed = true;
     return nullptr;  // the creator's destructor unlinks and unmaps
   }
-  s->flags_ = reinterpret_cast<Flag*>(static_cast<char*>(s->base_) + flags_at());
-  s->data_ = static_cast<char*>(s->base_) + data_at(p);
+  if (!all) return s;  // the caller's agreement drops every member's segment
+  int cma = probe_peers(*s) ? 1 : 0;
+  if (PMPI_Allreduce(MPI_IN_PLACE, &cma, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) cma = 0;
+  s->cma_ = cma != 0;
+  if (s->cma_) {
+    s->pids_.resize(static_cast<size_t>(p));
+    for (int m = 0; m < p; ++m) {
+      Probe rec;
+      std::memcpy(&rec, s->slot(m, 0), sizeof rec);
+      s->pids_[static_cast<size_t>(m)] = static_cast<int>(rec.pid);
+    }
+  } else if (me == 0) {
+    HIER_INFO("shm", "no single copy between the %d members (process_vm_readv refused on some member; "
+              "Yama ptrace_scope %d): copy-in through the segment", p, yama_ptrace_scope());
+  }
   return s;
 }
 

@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace hier::shm {
 
@@ -24,6 +25,10 @@ struct alignas(64) Flag {
   std::atomic<uint64_t> v{0};
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "flags in shared memory must be lock-free");
+// A 32-bit word in a cache line of its own (a futex must be 32 bits).
+struct alignas(64) Word {
+  std::atomic<uint32_t> v{0};
+};
 
 // The segment's first bytes, written by the creator before anyone else maps it.
 struct Header {
@@ -51,6 +56,12 @@ class Segment {
   char* slot(int m, uint64_t round) const { return data_ + (2 * static_cast<int64_t>(m) + static_cast<int64_t>(round % 2)) * half_; }
   std::atomic<uint64_t>& ready(int m) const { return flags_[2 * m].v; }
   std::atomic<uint64_t>& done(int m) const { return flags_[2 * m + 1].v; }
+  // Raises this member's flag to `round` and rings the segment's bell (shm/wait.hpp), waking
+  // the members asleep on it.
+  void raise(std::atomic<uint64_t>& flag, uint64_t round) const;
+  // The bell: a counter every raise() bumps, and how many members sleep on it (futex).
+  std::atomic<uint32_t>& bell() const { return bell_->v; }
+  std::atomic<uint32_t>& sleepers() const { return sleepers_->v; }
 
   // The next `n` rounds of this member (their numbers: the value returned, + 1, ...).
   uint64_t take_rounds(uint64_t n) {
@@ -58,6 +69,14 @@ class Segment {
     next_ += n;
     return first;
   }
+  // Single copy (shm/cma.hpp): whether every member can read every other's memory, as
+  // open_segment found and agreed; and member m's process.
+  bool cma() const { return cma_; }
+  int pid(int m) const { return pids_[static_cast<size_t>(m)]; }
+  // Private bytes of this member for the step at the queue's front (steps on a segment run
+  // one at a time on each member: shm/step.hpp), kept between steps.
+  std::vector<char>& scratch() { return scratch_; }
+
   // Whether every member's done flag reached `round` (0: always true).
   bool all_done(uint64_t round) const;
 
@@ -78,10 +97,14 @@ class Segment {
   size_t bytes_ = 0;
   void* base_ = nullptr;
   Flag* flags_ = nullptr;
+  Word *bell_ = nullptr, *sleepers_ = nullptr;  // in the header page
   char* data_ = nullptr;
   std::string name_;  // the creator's, until unlinked
   uint64_t next_ = 1;
   std::deque<Step*> queue_;
+  bool cma_ = false;
+  std::vector<int> pids_;
+  std::vector<char> scratch_;
 };
 
 // Whether every member of `comm` shares memory with every other (MPI_Comm_split_type with
@@ -92,6 +115,8 @@ bool members_share_memory(MPI_Comm comm);
 // 2 x half_bytes per member), tells the others its name and nonce, each maps it and checks the
 // nonce. Returns null where this member failed (*failed set): the caller agrees with every
 // member and drops the segments everywhere when one failed. The name stays until unlink_name().
+// Where every member mapped it, each then tries a single-copy read from every other (shm/cma.hpp)
+// and the members agree on the answer (Segment::cma(): the same on every member).
 std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* failed);
 
 }  // namespace hier::shm

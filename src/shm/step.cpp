@@ -25,8 +25,15 @@ bool advance(Step& s) {
   return s.complete_;
 }
 
+namespace {
+uint64_t g_yields_before_sleep = 64;
+}
+
+void set_yields_before_sleep(uint64_t n) { g_yields_before_sleep = n; }
+
 int finish(Step& s) {
-  wait_until([&] { return advance(s); });
+  Bell bell{&s.seg_.bell(), &s.seg_.sleepers(), g_yields_before_sleep};
+  wait_until([&] { return advance(s); }, bell);
   return s.rc();
 }
 

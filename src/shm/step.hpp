@@ -27,13 +27,17 @@ class Step {
 
  private:
   friend bool advance(Step& s);
+  friend int finish(Step& s);
   bool complete_ = false;
 };
 
 // Advances the steps queued on s's segment, oldest first, up to s, without waiting; true once s
 // is complete.
 bool advance(Step& s);
-// Advances s to completion (waiting as shm/wait.hpp says); returns its error code.
+// Advances s to completion (waiting as shm/wait.hpp says: spins, yields, then sleeps on the
+// segment's bell); returns its error code.
 int finish(Step& s);
+// Yields before a waiter sleeps on the bell (default 64; the benchmarks compare the policies).
+void set_yields_before_sleep(uint64_t n);
 
 }  // namespace hier::shm

@@ -11,6 +11,8 @@ usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--shm KIND ...] [
   --no-algo FN ALGO: MPI function FN never ran with algorithm ALGO
   --shm KIND: at least one level step of KIND (reduce_scatter, allgather, bcast, ...) ran through
              shared memory (HIER_SHM); --no-shm: none did
+  --single KIND: at least one of them ran single copy (process_vm_readv), unless the report
+             says the kernel refused it between the ranks (single_copy_refused: such a machine)
   --fallback POINT[=N]: calls fell back to the MPI because some rank failed to acquire POINT
                         (levels, plan, scratch): at least once, or exactly N times
 """
@@ -35,7 +37,7 @@ def main():
                 errors.append(f"steps through shared memory: {steps}, expected none")
             mode = None
             continue
-        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo", "--shm"):
+        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo", "--shm", "--single"):
             mode = a
             algo_fn = None
             continue
@@ -61,6 +63,13 @@ def main():
         elif mode == "--shm":
             if rep.get("shm", {}).get("steps", {}).get(a, 0) == 0:
                 errors.append(f"{a}: no step through shared memory (shm: {rep.get('shm')})")
+        elif mode == "--single":
+            sh = rep.get("shm", {})
+            if sh.get("single_copy", {}).get(a, 0) == 0:
+                if sh.get("single_copy_refused", 0):
+                    print(f"note: {a}: no single copy: the kernel refused it here (shm: {sh})")
+                else:
+                    errors.append(f"{a}: no step ran single copy (shm: {sh})")
         elif mode == "--pipelined":
             pipe = rep.get("pipeline", {}).get(a, {})
             if pipe.get("calls", 0) == 0 or pipe.get("chunks", 0) < 2 * pipe.get("calls", 0):

@@ -87,6 +87,7 @@ void expect_model_eq(const Model& a, const Model& b) {
   EXPECT_EQ(a.shm.reduce_ns_per_byte, b.shm.reduce_ns_per_byte);
   EXPECT_EQ(a.shm.round_ns, b.shm.round_ns);
   EXPECT_EQ(a.shm.members, b.shm.members);
+  EXPECT_EQ(a.shm.single_ns_per_byte, b.shm.single_ns_per_byte);
 }
 
 TuneDoc all_sections(const Model& m) {
@@ -125,7 +126,7 @@ TEST(TuneSchema, EveryMeasuredFigureRoundTrips) {
   m.flat_measured_nb[0] = {{65536, 1.5e6}, {1048576, 9.5e6}};
   m.hier_measured[0] = {{65536, 0.9e6}, {1048576, 5e6}};
   m.hier_measured_nb[0] = {{65536, 1.1e6}, {1048576, 6e6}};
-  m.shm = {0.125, 0.0625, 15000.5, 4};
+  m.shm = {0.125, 0.0625, 15000.5, 4, 0.03125};
   m.quant(4).quantize_ns_per_byte = 0.33;
   TuneDoc d = all_sections(m);
   d.intra_notes = {1234.5, 2345.5};

@@ -74,6 +74,38 @@ TEST(ModelShm, MeasuredSegmentRatesUsed) {
   EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), (1 << 20) * 2.0 + 500);
 }
 
+// Single copy (hier-tune's shm.single_ns_per_byte, where the kernel allowed it): a large
+// reduce-scatter or allgather step is costed as the executor runs it then (exec/shm_steps.cpp):
+// its own piece copied, the peers' read through the kernel (and folded), two rounds, where that
+// is cheaper than copy-in; small steps, dearer reads and unmeasured rates stay copy-in.
+TEST(ModelShm, SingleCopyCostedWhereMeasured) {
+  model::Model m = rates();
+  const topo::Shape s = model::two_level(2, 4);
+  sched::Step st;
+  st.kind = Kind::ReduceScatter;
+  st.comm = {sched::On::Node, 0};
+  st.counts.assign(4, int64_t{1} << 20);  // 4 MiB of floats per member, 16 MiB in all
+  st.via = sched::Via::Shm;
+  const double copyin = model::step_cost(st, 0, s, m, 4, 1);
+  m.shm.single_ns_per_byte = 0.125;
+  const double all = 16.0 * (1 << 20), piece = all / 4;
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), piece * 0.25 + 3 * piece * (0.125 + 0.5) + 2 * 7000);
+  EXPECT_LT(model::step_cost(st, 0, s, m, 4, 1), copyin);
+  st.kind = Kind::Allgather;
+  st.counts.clear();
+  st.count = int64_t{1} << 20;
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), piece * 0.25 + 3 * piece * 0.125 + 2 * 7000);
+  EXPECT_TRUE(model::shm_single_cheaper(st, 4, 4, m));
+  st.count = 1024;  // 16 KiB gathered: below the single-copy threshold, costed copy-in
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), 4096.0 * 4 * 0.25 + 7000);
+  EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
+  // A kernel read dearer than copying through the slots: copy-in, costed and run (HIER_SHM_CMA=auto).
+  st.count = int64_t{1} << 20;
+  m.shm.single_ns_per_byte = 10;
+  EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), all * 0.25 + 4 * 7000);
+}
+
 // HIER_SHM=auto is not on: the planner weighs both transports and keeps messages where the
 // segment is predicted slower (a slow flag round: small calls), the segment where it is
 // predicted faster (fast copies: large calls); on routes always, off never.
