@@ -12,6 +12,7 @@ new column needs no change here.
 
     collectives.py [--def PATH] [--hier-info PROGRAM]   prints the keys; with --hier-info, exits 1
                                                        unless the compiled table lists the same
+    collectives.py --sim-bytes KEY BYTES RANKS         hier-sim's --bytes for a hier-bench size
 """
 import argparse
 import os
@@ -64,6 +65,26 @@ def keys(path=DEF):
     return [r["key"] for r in rows(path)]
 
 
+# hier-bench's size (bench/hier-bench/hier_bench.cpp) by the row's kind of argument list (the
+# Buffers column): one rank's block, or the whole call's data as the planner counts it (model::Call,
+# hier-sim --bytes). Every kind is in one of the two (tests/unit/check_py_tables.py).
+BENCH_SIZE_PER_RANK = {"blocks_to_all", "vblocks_to_all", "blocks_exchanged", "blocks_to_root", "blocks_from_root"}
+BENCH_SIZE_WHOLE = {"elementwise", "elementwise_to_root", "one_buffer", "reduced_blocks", "reduced_vblocks", "no_buffers"}
+
+
+def row(key, path=DEF):
+    """The row whose key is `key`; SystemExit naming the table's keys where none is."""
+    for r in rows(path):
+        if r["key"] == key:
+            return r
+    raise SystemExit(f"collectives.py: no collective '{key}' in {path} (it has: {', '.join(keys(path))})")
+
+
+def sim_bytes(key, bench_bytes, ranks, path=DEF):
+    """The planner's bytes (hier-sim --bytes) of a hier-bench size of `key` on `ranks` ranks."""
+    return bench_bytes * (ranks if row(key, path)["Buffers"] in BENCH_SIZE_PER_RANK else 1)
+
+
 def compiled_keys(hier_info):
     """The keys the compiled table has: hier-info's HIER_ALGO line lists them (config::kCollKeys)."""
     text = subprocess.run([hier_info, "--markdown"], check=True, capture_output=True, text=True).stdout
@@ -77,7 +98,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--def", dest="path", default=DEF)
     ap.add_argument("--hier-info", help="check that this hier-info was built from the same rows")
+    ap.add_argument("--sim-bytes", nargs=3, metavar=("KEY", "BYTES", "RANKS"),
+                    help="print hier-sim's --bytes for a hier-bench size of KEY on RANKS ranks")
     a = ap.parse_args()
+    if a.sim_bytes:
+        key, b, n = a.sim_bytes
+        print(sim_bytes(key, int(b), int(n), a.path))
+        return
     ks = keys(a.path)
     if a.hier_info:
         built = compiled_keys(a.hier_info)

@@ -19,7 +19,11 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import collectives  # noqa: E402  (tools/collectives.py: the rows of src/config/collectives.def)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--old-sim", required=True)
@@ -61,7 +65,7 @@ def simulate(sim, model, nodes, ppn, cell, algo=None):
     with tempfile.TemporaryDirectory() as d:
         mp, cp = os.path.join(d, "m.json"), os.path.join(d, "o.csv")
         json.dump(machine, open(mp, "w"))
-        b = cell["bytes"] * (nodes * ppn if cell["coll"] == "allgather" else 1)
+        b = collectives.sim_bytes(cell["coll"], cell["bytes"], nodes * ppn)  # the report's size: hier-bench's
         cmd = [sim, "--machine", mp, "--coll", cell["coll"], "--bytes", str(b), "--csv", cp]
         if algo:
             cmd += ["--algo", algo]

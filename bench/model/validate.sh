@@ -97,9 +97,8 @@ PY
     : > "$raw/$tag.sim.csv"
     for c in ${colls//,/ }; do
       for ((bytes = min; bytes <= max; bytes *= step)); do
-        simbytes=$bytes
-        # hier-bench's allgather size is the block per rank; the planner counts the whole vector.
-        [[ $c == allgather ]] && simbytes=$((bytes * nodes * ppn))
+        # hier-bench's size may be the block per rank; the planner counts the whole call's data.
+        simbytes=$(python3 "$root/tools/collectives.py" --sim-bytes "$c" "$bytes" $((nodes * ppn)))
         "$b/hier-sim" --machine "$machine" --coll "$c" --bytes "$simbytes" --csv "$raw/sim.tmp" >/dev/null
         tail -n +2 "$raw/sim.tmp" | sed "s/^/$bytes,/" >> "$raw/$tag.sim.csv"
       done

@@ -15,6 +15,12 @@ import glob
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+import collectives  # noqa: E402  (tools/collectives.py: the rows of src/config/collectives.def)
+
+ORDER = {k: i for i, k in enumerate(collectives.keys())}  # tables in the table's order
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--raw", required=True)
@@ -53,6 +59,10 @@ for simpath in sorted(glob.glob(os.path.join(a.raw, "*.sim.csv"))):
     cols = ["bench_bytes", "nodes", "ranks", "collective", "bytes", "libhier_ns", "libhier_algorithm", "chunks",
             "flat_mpi_ns", "flat_ring_ns", "flat_recursive_doubling_ns", "flat_tree_ns", "planner"]
     rows = [dict(zip(cols, r)) for r in csv.reader(open(simpath))]
+    for r in rows:
+        if r["collective"] not in ORDER:
+            sys.exit(f"validate_report.py: {simpath}: collective '{r['collective']}' is not in src/config/collectives.def")
+    rows.sort(key=lambda r: (ORDER[r["collective"]], int(r["bench_bytes"])))
     print(f"### {tag} (packets dropped on the links over all runs: {drops.get(tag, 'n/a')})\n")
     print("| collective | size | MPI ms | predicted | err | hier ms | predicted | err | algorithm | auto ms | planner | MPI / auto |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---:|")

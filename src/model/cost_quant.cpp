@@ -1,6 +1,7 @@
 #include "model/cost_quant.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "model/cost.hpp"
@@ -12,27 +13,32 @@ namespace {
 
 using config::Coll;
 
+// The row's quantized builder (config/collectives.def's QuantBuilder column); a row has one
+// exactly where its Quantized column says so.
+constexpr sched::QuantBuilder kQuantBuilders[] = {
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant) \
+  &sched::quant,
+#include "config/collectives.def"
+};
+static_assert(std::size(kQuantBuilders) == static_cast<size_t>(Coll::Count));
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant) \
+  static_assert((quantized > 0) == (&sched::quant != &sched::no_quant), #name ": Quantized and QuantBuilder disagree");
+#include "config/collectives.def"
+
 // The quantized schedule of `rank` for a call of v values (chunks: pipelined), with the level
 // steps the plan chooses from `m` (direct reduce-scatter, padded allgatherv: Plan copies them
 // from the model, and exec/coll_quant.cpp's builders take them from the plan), as it will run.
 sched::Schedule build_quant(Coll coll, int64_t v, const topo::Shape& s, int rank, int bits, int64_t B, int chunks,
                             const Model& m) {
+  const auto c = static_cast<size_t>(coll);
+  if (c >= std::size(kQuantBuilders)) return {};
   sched::QuantParams q;
   q.bits = bits;
   q.block = B;
   q.chunks = chunks;
   q.direct_rs_from = m.direct_rs_from;
   q.padded_agv_from = m.padded_agv_from;
-  switch (coll) {
-    case Coll::Allreduce: return sched::build_quant_allreduce(s, rank, v, false, q);
-    case Coll::ReduceScatter:
-    case Coll::ReduceScatterBlock:
-      q.block_variant = coll == Coll::ReduceScatterBlock;
-      return sched::build_quant_reduce_scatter(s, rank, sched::split_even(v, s.size).counts, false, q);
-    case Coll::Allgather: return sched::build_quant_allgather(s, rank, v / s.size, false, q);
-    default: break;
-  }
-  return {};
+  return kQuantBuilders[c](s, rank, v, q);
 }
 
 }  // namespace

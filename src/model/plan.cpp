@@ -39,7 +39,7 @@ std::vector<Algorithm> candidates(Coll c, const topo::Shape& s) {
 // Pipelined column; sched::pipeline leaves 1 chunk unchanged).
 sched::Schedule build_one(const Call& call, const topo::Shape& s, int rank, Algorithm a, int chunks) {
   static constexpr sched::EvenBuilder kBuilders[] = {
-#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder) \
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, ...) \
   &sched::builder,
 #include "config/collectives.def"
   };

@@ -83,6 +83,15 @@ Schedule build_quant_reduce_scatter(const topo::Shape& s, int rank, const std::v
 // c values per rank; `staged_recv`: this rank's receive layout is not dense (each block is
 // dequantized into scratch and stored through the user's datatype: StoreBlock).
 Schedule build_quant_allgather(const topo::Shape& s, int rank, int64_t c, bool staged_recv, const QuantParams& q);
+// The quantized call the planner costs (model/cost_quant.cpp), one per row of config/collectives.def
+// (its QuantBuilder column): v values in all, split as the even_* builders split them, never in
+// place; no_quant (an empty schedule) for the rows without one (Quantized 0).
+using QuantBuilder = Schedule (*)(const topo::Shape& s, int rank, int64_t v, const QuantParams& q);
+Schedule even_quant_allreduce(const topo::Shape& s, int rank, int64_t v, const QuantParams& q);
+Schedule even_quant_reduce_scatter(const topo::Shape& s, int rank, int64_t v, const QuantParams& q);
+Schedule even_quant_reduce_scatter_block(const topo::Shape& s, int rank, int64_t v, const QuantParams& q);
+Schedule even_quant_allgather(const topo::Shape& s, int rank, int64_t v, const QuantParams& q);
+Schedule no_quant(const topo::Shape& s, int rank, int64_t v, const QuantParams& q);
 
 // n units split into `parts` nearly equal parts (the first n % parts one larger).
 struct Split {

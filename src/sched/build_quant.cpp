@@ -314,4 +314,26 @@ Schedule build_quant_allgather(const topo::Shape& s, int rank, int64_t c, bool s
   return out;
 }
 
+// The planner's quantized calls (QuantBuilder, config/collectives.def): v values in all, every
+// rank's block alike, never in place, the receive layout dense.
+Schedule even_quant_allreduce(const topo::Shape& s, int rank, int64_t v, const QuantParams& q) {
+  return build_quant_allreduce(s, rank, v, false, q);
+}
+
+Schedule even_quant_reduce_scatter(const topo::Shape& s, int rank, int64_t v, const QuantParams& q) {
+  return build_quant_reduce_scatter(s, rank, split_even(v, s.size).counts, false, q);
+}
+
+Schedule even_quant_reduce_scatter_block(const topo::Shape& s, int rank, int64_t v, const QuantParams& q) {
+  QuantParams b = q;
+  b.block_variant = true;
+  return even_quant_reduce_scatter(s, rank, v, b);
+}
+
+Schedule even_quant_allgather(const topo::Shape& s, int rank, int64_t v, const QuantParams& q) {
+  return build_quant_allgather(s, rank, v / s.size, false, q);
+}
+
+Schedule no_quant(const topo::Shape&, int, int64_t, const QuantParams&) { return {}; }
+
 }  // namespace hier::sched

@@ -5,7 +5,9 @@
 
 - the rows tools/collectives.py reads are the ones the C++ build compiled (hier-info's HIER_ALGO line);
 - tools/bench_report.py has a link floor for every Op of the table, and none for an Op it lacks;
-- no script that reads the table spells a collective's name itself (a hand list would drift).
+- no script that reads the table spells a collective's name itself (a hand list would drift), and each
+  imports tools/collectives.py;
+- hier-bench's size semantics (collectives.sim_bytes) cover every Buffers kind of the table.
 Prints one line per failure and exits 1 on any.
 """
 import os
@@ -19,7 +21,8 @@ import collectives  # noqa: E402
 import bench_report  # noqa: E402
 
 # The scripts that take their collectives from the table.
-READERS = ["tools/bench_report.py", "bench/model/decisions.py"]
+READERS = ["tools/bench_report.py", "bench/model/decisions.py", "bench/model/repredict.py",
+           "bench/model/validate_report.py", "tools/pipeline_report.py"]
 
 bad = []
 rows = collectives.rows()
@@ -39,6 +42,16 @@ for rel in READERS:
             for k in re.findall(r"[\"']([a-z_]+)[\"']", code):
                 if k in keys:
                     bad.append(f"{rel}:{i}: the collective '{k}' spelled by hand (take it from tools/collectives.py)")
+# hier-bench's size semantics (collectives.sim_bytes) know every kind of argument list of the table.
+kinds = collectives.BENCH_SIZE_PER_RANK | collectives.BENCH_SIZE_WHOLE
+for r in rows:
+    if r["Buffers"] not in kinds:
+        bad.append(f"tools/collectives.py: Buffers kind {r['Buffers']} (row {r['Name']}) in neither BENCH_SIZE_PER_RANK "
+                   f"nor BENCH_SIZE_WHOLE (is hier-bench's size one rank's block or the whole call's?)")
+for rel in READERS:
+    with open(os.path.join(ROOT, rel)) as f:
+        if "import collectives" not in f.read():
+            bad.append(f"{rel}: does not read the collectives from tools/collectives.py")
 # decisions.py offers exactly the table's collectives.
 out = subprocess.run([sys.executable, os.path.join(ROOT, "bench/model/decisions.py"), "--help"], check=True,
                      capture_output=True, text=True).stdout
