@@ -37,7 +37,8 @@ struct CommRef {
 // How a level step reaches its peers: the MPI's messages, or the shared-memory segment of its
 // level communicator (HIER_SHM; exec/shm_steps.hpp). The transport only: both give results of
 // the same bits where they reduce in the same order (docs/shm.md). Where the data lives
-// (host / device) will be a separate attribute, not a value of this one.
+// (host / device) is not a step's business: the executor's buffer binding says it per buffer
+// (exec::Binding::loc), so one schedule serves host and device buffers alike.
 enum class Via : uint8_t { Mpi, Shm };
 
 enum class Kind : uint8_t {
