@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string_view>
 #include <vector>
 
 #include "model/cost.hpp"
@@ -21,8 +22,9 @@ constexpr sched::QuantBuilder kQuantBuilders[] = {
 #include "config/collectives.def"
 };
 static_assert(std::size(kQuantBuilders) == static_cast<size_t>(Coll::Count));
+// By name, not by address: function addresses are not constants under the sanitizers.
 #define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant) \
-  static_assert((quantized > 0) == (&sched::quant != &sched::no_quant), #name ": Quantized and QuantBuilder disagree");
+  static_assert((quantized > 0) == (std::string_view(#quant) != "no_quant"), #name ": Quantized and QuantBuilder disagree");
 #include "config/collectives.def"
 
 // The quantized schedule of `rank` for a call of v values (chunks: pipelined), with the level
