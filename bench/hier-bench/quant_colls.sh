@@ -14,11 +14,9 @@ cd "$(dirname "$0")/../.."
 mpi=${MPI:-openmpi} reps=${REPS:-2} name=${NAME:-quant}
 b=$(realpath "${HIER_BUILD:-build/$mpi}")
 colls=${COLLS:-reduce_scatter_block allgather} variants=${VARIANTS:-mpi int8 int4} shapes=${SHAPES:-2x2 2x4 4x2}
-tools/minicluster --name "$name" down >/dev/null 2>&1
-tools/minicluster --name "$name" up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
-trap 'tools/minicluster --name "$name" down >/dev/null 2>&1' EXIT
-out=/tmp/quant-colls.$name; rm -rf "$out"; mkdir -p "$out"
-sent() { tools/minicluster --name "$name" links --json | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["total_sent_bytes"], j["total_dropped"])'; }
+. bench/lib/cluster.sh
+bench_cluster_up "$name" 4 2
+out=/tmp/quant-colls.$name; bench_outdir "$out"
 run() {  # nodes ppn coll variant rep
   local nodes=$1 ppn=$2 coll=$3 v=$4 rep=$5 envs size
   local q=${v%@*}
@@ -27,17 +25,16 @@ run() {  # nodes ppn coll variant rep
   size=16777216
   [[ $coll == allgather ]] && size=$((16777216 / (nodes * ppn)))
   local f=$out/$nodes.$ppn.$coll.$v.$rep.csv b0 d0 b1 d1
-  read -r b0 d0 < <(sent)
+  read -r b0 d0 < <(bench_cluster_sent)
   env "${envs[@]}" tools/minicluster --name "$name" run --timeout 180 --done-file "$f" --mpi "$mpi" --use-nodes "$nodes" --ppn "$ppn" \
     --preload "$b/libhier.so" -- "$b/hier-bench" --colls "$coll" --min $size --max $size --iters 5 --warmup 1 \
     --max-iters-bytes 16777216 --csv "$f" >/dev/null 2>&1
-  read -r b1 d1 < <(sent)
+  read -r b1 d1 < <(bench_cluster_sent)
   local med
   med=$(awk -F, 'NR>1 {print $5}' "$f" 2>/dev/null | head -1)
   echo "$nodes x $ppn $coll $v rep $rep median_us=${med:-FAILED} link_bytes=$((b1 - b0)) drops=$((d1 - d0))"
 }
-# The warm-up ends after 60 s at most: MPICH over UCX/TCP may hang in MPI_Finalize (README).
-tools/minicluster --name "$name" run --timeout 60 --mpi "$mpi" --use-nodes 2 --ppn 2 -- "$b/hier-bench" --colls allreduce --min 1048576 --max 1048576 --iters 2 >/dev/null 2>&1
+bench_cluster_warm "$mpi" "$b"
 for rep in $(seq 1 "$reps"); do
   for shape in $shapes; do
     for coll in $colls; do
@@ -45,4 +42,4 @@ for rep in $(seq 1 "$reps"); do
     done
   done
 done
-tools/minicluster --name "$name" links 2>&1 | tail -6
+bench_cluster_links

@@ -9,10 +9,9 @@ cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} sizes=${3:-"1048576 16777216"}
 b=$PWD/build/$mpi
 name=rootedb
-tools/minicluster --name $name down >/dev/null 2>&1
-tools/minicluster --name $name up --nodes 2 --ppn 4 --link 1gbit >/dev/null || exit 1
-trap 'tools/minicluster --name $name down >/dev/null 2>&1' EXIT
-out=/tmp/rootedbench.$mpi; rm -rf $out; mkdir -p $out
+. bench/lib/cluster.sh
+bench_cluster_up $name 2 4
+out=/tmp/rootedbench.$mpi; bench_outdir $out
 run() { # variant rep size
   local v=$1 rep=$2 size=$3 envs
   case $v in
@@ -50,4 +49,4 @@ for coll in ("gather", "scatter"):
             chose = "?"
         print(f"| {coll} | {size} | {med['mpi']} | {med['hier']} | {med['auto']} | {chose} |")
 PY
-tools/minicluster --name $name links 2>&1 | tail -4  # drop counters: timings need 0 dropped
+bench_cluster_links

@@ -11,10 +11,9 @@ cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:2 4:2"}
 b=$PWD/build/$mpi
 name=nbs
-tools/minicluster --name $name down >/dev/null 2>&1
-tools/minicluster --name $name up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
-trap 'tools/minicluster --name $name down >/dev/null 2>&1' EXIT
-out=/tmp/nbshapes.$mpi; rm -rf $out; mkdir -p $out
+. bench/lib/cluster.sh
+bench_cluster_up $name 4 2
+out=/tmp/nbshapes.$mpi; bench_outdir $out
 for shape in $shapes; do
   n=${shape%:*} p=${shape#*:}
   tools/minicluster --name $name run --timeout 900 --done-file $out/tune.$n.$p.json --mpi $mpi --use-nodes $n --ppn $p \
@@ -58,4 +57,4 @@ for s in shapes:
         cells.append(f"{m:.0f} [{' '.join(f'{x:.0f}' for x in runs)}]{ratio}")
     print(f"| {n} x {p} | " + " | ".join(cells) + " |")
 PY
-tools/minicluster --name $name links 2>&1 | tail -8
+bench_cluster_links
