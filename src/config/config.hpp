@@ -69,7 +69,7 @@ struct Config {
   int quant_check_every = 0;       // HIER_QUANT_CHECK: check every Nth quantized call; 0 = off
   int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
-  ShmMode shm = ShmMode::Off;    // HIER_SHM: node-level steps through a shared segment
+  ShmMode shm = ShmMode::Auto;   // HIER_SHM: node-level steps through a shared segment
   ShmCma shm_cma = ShmCma::Auto; // HIER_SHM_CMA: single-copy shm steps
   // HIER_GPU_AWARE: whether the MPI takes device pointers; -1 = auto (asked through
   // MPIX_Query_cuda_support / MPIX_Query_rocm_support, device/gpu_aware.hpp), 0 = no, 1 = yes.

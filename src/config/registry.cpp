@@ -273,12 +273,12 @@ const VarSpec kVars[] = {
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
    [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); },
    false},  // paths may differ (node-local copies): the contents loaded are compared (core/agree_config.cpp)
-  {"HIER_SHM", "off", "off, auto or on",
-   "Level steps inside a node (reduce-scatter, allreduce, allgather(v), bcast, reduce, barrier) through a shared-memory segment per level communicator whose members share memory, instead of MPI messages (docs/shm.md); on: every such step, wherever every rank could map the segment; auto: only in the schedules the model predicts faster that way (from hier-tune's measured segment, the tune file's shm section). Must be the same on every rank.",
+  {"HIER_SHM", "auto", "off, auto or on",
+   "Level steps inside a node (reduce-scatter, allreduce, allgather(v), bcast, reduce, barrier) through a shared-memory segment per level communicator whose members share memory, instead of MPI messages (docs/shm.md); auto: only in the schedules the model predicts faster that way (from hier-tune's measured segment, the tune file's shm section; built-in rates without one); on: every such step, wherever every rank could map the segment; off: messages only. Must be the same on every rank.",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
-     if (s == "off" || s == "0" || s.empty()) c.shm = ShmMode::Off;
-     else if (s == "auto") c.shm = ShmMode::Auto;
+     if (s == "off" || s == "0") c.shm = ShmMode::Off;
+     else if (s == "auto" || s.empty()) c.shm = ShmMode::Auto;
      else if (s == "on" || s == "1") c.shm = ShmMode::On;
      else return std::string("not off, auto or on");
      return std::string();

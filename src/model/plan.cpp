@@ -198,20 +198,20 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   return p;
 }
 
-int64_t hier_from(const Model& m, Coll coll, const config::Config* quant) {
+int64_t hier_from(const Model& m, Coll coll, const config::Config* settings) {
   std::vector<topo::Shape> probes;
   if (m.nodes > 1 && m.ranks_per_node > 1) probes.push_back(two_level(m.nodes, m.ranks_per_node));
   for (auto [n, r] : {std::pair{2, 2}, {2, 4}, {4, 2}, {4, 4}})
     if (n != m.nodes || r != m.ranks_per_node) probes.push_back(two_level(n, r));
   config::Config cfg;  // auto everywhere, the model's chunks
-  if (quant) cfg.quant = quant->quant, cfg.quant_block = quant->quant_block;
+  if (settings) cfg.shm = settings->shm, cfg.quant = settings->quant, cfg.quant_block = settings->quant_block;
   const bool reduction = coll == Coll::Allreduce || coll == Coll::Reduce || coll == Coll::ReduceScatter ||
                          coll == Coll::ReduceScatterBlock;
   // Element sizes probed: a reduction's float32; with HIER_QUANT also float64 (its quantized
   // schedule is costed per value: fewer bytes per value across the link, a higher floor) and,
   // for the allgather, whose exact schedule runs in bytes, both.
   std::vector<int64_t> sizes{reduction ? 4 : 1};
-  if (quant && (reduction || coll == Coll::Allgather)) sizes = {4, 8};
+  if (settings && (reduction || coll == Coll::Allgather)) sizes = {4, 8};
   const int64_t last = coll == Coll::Barrier ? 0 : int64_t{1} << 30;
   for (int64_t b = coll == Coll::Barrier ? 0 : 64; b <= last; b *= 4) {
     for (const topo::Shape& s : probes)
@@ -222,9 +222,9 @@ int64_t hier_from(const Model& m, Coll coll, const config::Config* quant) {
   return std::numeric_limits<int64_t>::max();
 }
 
-std::array<int64_t, kColls> hier_from(const Model& m) {
+std::array<int64_t, kColls> hier_from(const Model& m, const config::Config& settings) {
   std::array<int64_t, kColls> from{};
-  for (size_t c = 0; c < kColls; ++c) from[c] = hier_from(m, static_cast<Coll>(c));
+  for (size_t c = 0; c < kColls; ++c) from[c] = hier_from(m, static_cast<Coll>(c), &settings);
   return from;
 }
 

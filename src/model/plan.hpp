@@ -84,9 +84,11 @@ sched::Schedule build_for(const Call& call, const topo::Shape& shape, int rank, 
 // The smallest bytes (a power of 4) from which plan() goes hierarchical for `coll` on any of a
 // few probe shapes (the model's own, 2x2, 2x4, 4x2, 4x4), divided by 4: the cheap pre-check of
 // calls made before a communicator's levels exist (0: from any size; max: never). Pure.
-// `quant`: also where HIER_QUANT's quantized schedule (its quant and quant_block settings) wins.
-int64_t hier_from(const Model& m, config::Coll coll, const config::Config* quant = nullptr);
-std::array<int64_t, kColls> hier_from(const Model& m);
+// `settings`: the process's HIER_SHM (the node steps costed as it routes them) and HIER_QUANT
+// (also where the quantized schedule, with its quant and quant_block settings, wins); null: the
+// defaults.
+int64_t hier_from(const Model& m, config::Coll coll, const config::Config* settings = nullptr);
+std::array<int64_t, kColls> hier_from(const Model& m, const config::Config& settings);
 
 // Cheap pre-check, before any level communicator exists: false when the call goes flat whatever
 // the shape (HIER_ALGO=flat, or below `from`, hier_from(model, call.coll)).

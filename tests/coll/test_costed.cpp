@@ -16,6 +16,7 @@
 
 #include "exec/context.hpp"
 #include "exec/entry.hpp"
+#include "exec/executor.hpp"
 #include "config/config.hpp"
 #include "model/cost_quant.hpp"
 #include "model/load.hpp"
@@ -129,8 +130,11 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
       const sched::Schedule* ran_s = the_one_cached(*ctx);
       ASSERT_NE(ran_s, nullptr) << what << ": not the one schedule in the cache";
       const model::Plan& plan = plan_it->second;
-      const sched::Schedule costed =
+      sched::Schedule costed =
           model::build_for(mc, ctx->levels->shape, rank, plan.algo, plan.chunks, model::process().model);
+      // Routed through the node segments where the plan chose them (HIER_SHM=auto, the default),
+      // as the executor routes it (exec/prepare.cpp): the steps must be the same either way.
+      if (plan.shm && !ctx->device_hier) route_shm(costed, *ctx->levels);
       EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
       ++compared;
     }
@@ -195,8 +199,9 @@ TEST(CostedIsRun, Quantized) {
       ASSERT_EQ(plan.quant_bits, bits) << what << ": the plan did not quantize";
       const sched::Schedule* ran_s = the_one_cached(*ctx);
       ASSERT_NE(ran_s, nullptr) << what << ": not the one schedule in the cache";
-      const sched::Schedule costed = model::build_quant_for(mc, shape, rank, plan.quant_bits, cfg.quant_block,
-                                                            plan.quant_chunks, model::process().model);
+      sched::Schedule costed = model::build_quant_for(mc, shape, rank, plan.quant_bits, cfg.quant_block,
+                                                      plan.quant_chunks, model::process().model);
+      if (plan.quant_shm && !ctx->device_hier) route_shm(costed, *ctx->levels);  // as above
       ASSERT_FALSE(costed.steps.empty()) << what;
       EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
       if (n > 4096 && config::quant_pipelined(coll) && cfg.chunk_bytes > 0)

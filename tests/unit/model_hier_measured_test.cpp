@@ -38,7 +38,7 @@ double ir_best(const model::Model& m, const topo::Shape& s, int64_t bytes) {
 TEST(ModelHierMeasured, PredictionIsTheMeasurementOnItsShape) {
   model::Model m = simple();
   const topo::Shape s = model::two_level(2, 2);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   const model::Plan before = model::plan({Coll::Allreduce, 8192, 4}, s, m, cfg);
   ASSERT_GT(before.hier_ns, 0);
   EXPECT_NEAR(before.hier_ns, ir_best(m, s, 8192), 1e-6);  // no points: the IR
@@ -59,7 +59,7 @@ TEST(ModelHierMeasured, PredictionIsTheMeasurementOnItsShape) {
                        model::hier_cost(call, other, m, Algorithm::TreeAllreduce, 1)),
               1e-6);
   // A forced chunk size (HIER_CHUNK) runs other schedules than hier-tune measured: the IR.
-  config::Config chunked;
+  config::Config chunked = model_testing::messages();
   chunked.chunk_bytes = 2048;
   const model::Plan pc = model::plan({Coll::Allreduce, 8192, 4}, s, m, chunked);
   EXPECT_NEAR(pc.hier_ns, std::min(model::hier_cost(call, s, m, Algorithm::RsArAg, pc.chunks),
@@ -77,7 +77,7 @@ TEST(ModelHierMeasured, PredictionIsTheMeasurementOnItsShape) {
 TEST(ModelHierMeasured, DecisionFollowsTheMeasurement) {
   model::Model m = simple();
   const topo::Shape s = model::two_level(2, 2);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   const int64_t b = 1 << 20;
   const model::Plan ir = model::plan({Coll::Allreduce, b, 4}, s, m, cfg);
   ASSERT_NE(ir.algo, Algorithm::Flat) << model::describe(ir);  // the IR prefers the hierarchy here

@@ -4,7 +4,11 @@
 // auto it routes them only where the segment's measured figures make them cheaper.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "model/cost.hpp"
+#include "model/load.hpp"
 #include "model/plan.hpp"
 #include "model/shapes.hpp"
 #include "model_testing.hpp"
@@ -190,3 +194,28 @@ TEST(ModelShm, NonblockingWithoutFiguresIsFlat) {
 }
 
 }  // namespace
+
+// What HIER_SHM=auto, the default, plans from the built-in models on the emulated cluster's 2 x 4
+// (float32 reductions, bytes per rank from 4 KiB to 16 MiB; F: the MPI's own call, H: libhier's
+// schedule, Hn: in n chunks, s: its node steps through the segment).
+std::string auto_decisions(model::Family f, config::Coll c) {
+  const model::Model& m = model::builtin(f);
+  const config::Config cfg;  // the defaults: HIER_SHM=auto
+  const topo::Shape s = model::two_level(2, 4);
+  const bool reduction = c == config::Coll::Allreduce || c == config::Coll::ReduceScatterBlock || c == config::Coll::Reduce;
+  std::string out;
+  for (int64_t b = 4096; b <= (int64_t{16} << 20); b *= 4) {
+    const model::Plan p = model::plan({c, c == config::Coll::Barrier ? 0 : b, reduction ? 4 : 1}, s, m, cfg);
+    if (!out.empty()) out += ' ';
+    out += p.algo == sched::Algorithm::Flat ? "F" : p.chunks > 1 ? "H" + std::to_string(p.chunks) : "H";
+    if (p.algo != sched::Algorithm::Flat && p.shm) out += 's';
+  }
+  return out;
+}
+
+TEST(ModelShm, BuiltinDecisionsUnderAuto) {
+  using config::Coll;
+  for (auto f : {model::Family::OpenMPI, model::Family::Mpich})
+    for (Coll c : {Coll::Allreduce, Coll::ReduceScatterBlock, Coll::Allgather, Coll::Bcast, Coll::Reduce, Coll::Barrier})
+      std::printf("%d %s: %s\n", static_cast<int>(f), config::coll_key(c), auto_decisions(f, c).c_str());
+}

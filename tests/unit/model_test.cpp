@@ -179,7 +179,7 @@ TEST(ModelQuant, PipelinedAllreduceByHand) {
   const topo::Shape s = model::two_level(2, 2);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 2), 110880.0);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 1), 88880.0);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   cfg.quant[static_cast<size_t>(Coll::Allreduce)] = config::Quant::Int8;
   cfg.algo[static_cast<size_t>(Coll::Allreduce)] = config::Algo::Hier;
   cfg.chunk_bytes = 8192;  // HIER_CHUNK=8k: 2 chunks of 4 blocks
@@ -230,7 +230,7 @@ TEST(ModelQuant, AllgatherCostsItsElementSize) {
   const model::Model m = quant_model();
   const topo::Shape s = model::two_level(2, 2);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 16384, 8, s, m, 8, 512), 25424.0);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   cfg.quant[static_cast<size_t>(Coll::Allgather)] = config::Quant::Int8;
   cfg.algo[static_cast<size_t>(Coll::Allgather)] = config::Algo::Hier;
   EXPECT_DOUBLE_EQ(model::plan({Coll::Allgather, 16384, 8}, s, m, cfg).quant_ns, 25424.0);
@@ -255,7 +255,7 @@ TEST(ModelQuant, AllgatherCostsItsElementSize) {
 
 TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
   const topo::Shape s = model::two_level(2, 2);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   const model::Model m = quant_model();
   // Off: nothing costed.
   model::Plan p = model::plan({Coll::Allreduce, 1 * MiB, 4}, s, m, cfg);
@@ -794,7 +794,7 @@ TEST(Planner, DeterministicFunctionOfItsInputs) {
     ins.push_back(in);
   }
   auto run = [&](const In& in, const topo::Shape& s, const model::Model& m) {
-    config::Config cfg;
+    config::Config cfg = model_testing::messages();
     cfg.algo.fill(in.algo);
     cfg.chunk_bytes = in.chunk;
     return model::plan(in.call, s, m, cfg);
@@ -831,7 +831,7 @@ TEST(Planner, OneMachineStaysFlatUnlessForced) {
   const topo::Shape s = topo::analyze(t);
   ASSERT_TRUE(s.one_machine);
   const model::Model& m = model::builtin(model::Family::OpenMPI);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   EXPECT_EQ(model::plan({Coll::Allreduce, 16 * MiB, 4}, s, m, cfg).algo, Algorithm::Flat);
   cfg.algo.fill(config::Algo::Hier);
   EXPECT_NE(model::plan({Coll::Allreduce, 16 * MiB, 4}, s, m, cfg).algo, Algorithm::Flat);
@@ -842,7 +842,7 @@ TEST(Planner, OneMachineStaysFlatUnlessForced) {
 TEST(Planner, ChunkOverrideAndStepChoices) {
   const model::Model& m = model::builtin(model::Family::Mpich);
   const topo::Shape s = model::two_level(2, 4);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   cfg.algo.fill(config::Algo::Hier);
   cfg.chunk_bytes = 1 * MiB;
   const model::Plan p = model::plan({Coll::Allreduce, 8 * MiB, 4}, s, m, cfg);
@@ -852,8 +852,8 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
   cfg.chunk_bytes = 0;  // HIER_CHUNK=off
   EXPECT_EQ(model::plan({Coll::Allreduce, 8 * MiB, 4}, s, m, cfg).chunks, 1);
   // The pre-check: never below what any probe shape would take hierarchical.
-  const auto from = model::hier_from(m);
-  config::Config autocfg;
+  const auto from = model::hier_from(m, model_testing::messages());
+  config::Config autocfg = model_testing::messages();
   EXPECT_FALSE(model::worth_building({Coll::Barrier, 0, 1}, from[static_cast<size_t>(Coll::Barrier)], autocfg));
   EXPECT_TRUE(model::worth_building({Coll::Allreduce, 16 * MiB, 4}, from[0], autocfg));
   EXPECT_FALSE(model::worth_building({Coll::Allreduce, from[0] - 1, 4}, from[0], autocfg));
@@ -871,7 +871,7 @@ TEST(Planner, ChunkOverrideAndStepChoices) {
 TEST(Table, EveryRowIsPlannedAsItsColumnsSay) {
   const topo::Shape s = model::two_level(2, 4);
   const model::Model& m = model::builtin(model::Family::Mpich);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   cfg.algo.fill(config::Algo::Hier);
   cfg.chunk_bytes = 1 * MiB;
   for (size_t i = 0; i < static_cast<size_t>(Coll::Count); ++i) {
@@ -899,7 +899,7 @@ TEST(Table, EveryRowIsPlannedAsItsColumnsSay) {
 TEST(Planner, QuantizesOnlyWhatTheExecutorCanQuantize) {
   const topo::Shape s = model::two_level(2, 4);
   const model::Model& m = model::builtin(model::Family::Mpich);
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   cfg.algo.fill(config::Algo::Hier);
   cfg.quant.fill(config::Quant::Int8);
   EXPECT_EQ(model::plan({Coll::Allreduce, 16 * MiB, 4, true}, s, m, cfg).quant_bits, 8);
@@ -916,7 +916,7 @@ TEST(Planner, QuantizesOnlyWhatTheExecutorCanQuantize) {
 // model whose thresholds force that very choice.
 TEST(Planner, CostsTheLevelStepsThatRun) {
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-  config::Config cfg;
+  config::Config cfg = model_testing::messages();
   cfg.algo.fill(config::Algo::Hier);
   int checked = 0, direct = 0;
   for (model::Family f : {model::Family::Mpich, model::Family::OpenMPI})
@@ -967,7 +967,7 @@ TEST(Planner, CostsTheLevelStepsThatRun) {
 // 8-32 MiB on the lossless link, on 2 x 4 and 4 x 2: bench/RESULTS.md "Chunk pipelining").
 std::string decisions(model::Family f, const topo::Shape& s, Coll c) {
   const model::Model& m = model::builtin(f);
-  const config::Config cfg;
+  const config::Config cfg = model_testing::messages();
   const bool reduction = c == Coll::Allreduce || c == Coll::ReduceScatterBlock || c == Coll::ReduceScatter || c == Coll::Reduce;
   std::string out;
   for (int64_t b = 64 * KiB; b <= 16 * MiB; b *= 2) {

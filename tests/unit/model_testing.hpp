@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/config.hpp"
 #include "model/model.hpp"
 
 namespace hier::model_testing {
@@ -34,6 +35,15 @@ inline model::Model simple() {
   m.flat_algorithms[static_cast<size_t>(config::Coll::Allreduce)] = {
       {std::numeric_limits<int64_t>::max(), model::Algo::Ring}};
   return m;
+}
+
+// The planner's configuration with the node steps as messages (HIER_SHM=off): the figures these
+// tests work out by hand are the message steps'. The segment's costs, and what HIER_SHM=auto (the
+// default) plans, are model_shm_test.cpp's.
+inline config::Config messages() {
+  config::Config c;
+  c.shm = config::ShmMode::Off;
+  return c;
 }
 
 }  // namespace hier::model_testing
