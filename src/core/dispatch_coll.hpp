@@ -81,11 +81,31 @@ Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Reques
   return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
 }
 
-// The collectives whose schedules run on device buffers (exec/device_steps.hpp), blocking only;
-// on a device_hier communicator the others go to the GPU-aware MPI on every rank.
+// The collectives whose schedules run on device buffers (exec/device_steps.hpp), blocking and
+// nonblocking; on a device_hier communicator the others go to the GPU-aware MPI on every rank.
 template <Fn B>
-constexpr bool kDeviceSchedules = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
-                                  B == Fn::Reduce_scatter || B == Fn::Allgather || B == Fn::Bcast;
+constexpr bool kReductions = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
+                             B == Fn::Reduce_scatter;
+template <Fn B>
+constexpr bool kDeviceSchedules = kReductions<B> || B == Fn::Allgather || B == Fn::Allgatherv || B == Fn::Bcast ||
+                                  B == Fn::Alltoall || B == Fn::Gather || B == Fn::Scatter;
+
+// Persistent collectives on a device_hier communicator: the request keeps its binding for every
+// MPI_Start, so a rank whose device buffers cannot be bound has no copies to fall back on. So
+// only reductions whose (type, op) has a kernel on a dense type run libhier's schedule: decided
+// from the type and op, which every rank passes alike. The others go to the MPI on every rank (a
+// movement collective's types may differ in layout between ranks).
+template <Fn B, class... Args>
+bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
+  if constexpr (kReductions<B>)
+    return exec::type_info(s.type).dense && exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
+  return false;
+}
+
+// The report's key of a call run by libhier's schedule bound to device buffers, by form.
+inline const char* hier_device_key(const MPI_Request* req) {
+  return !req ? "hier_device" : exec::persistent_init_scope() ? "hier_device_persistent" : "hier_device_nonblocking";
+}
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
 // memory of a dense type, and a reduction has a kernel. A local choice (the schedule is the same
@@ -97,8 +117,7 @@ bool binds_device(const coll_device::Shape& s, const Args&... a) {
       return false;
   // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
   // position, since MPICH's handles are all ints.
-  if constexpr (B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block || B == Fn::Reduce_scatter)
-    return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
+  if constexpr (kReductions<B>) return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
   return true;
 }
 
@@ -114,16 +133,18 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   const exec::GpuPath path = exec::gpu_path(s.comm, &bind_device);
   if (path == exec::GpuPath::ToMpi) return to_mpi<B>(fwd, s, kind, req, a...);
   if (path == exec::GpuPath::DeviceHier) {
-    // Decided from what every rank shares (the collective, blocking or not), never from buffers.
-    if (!kDeviceSchedules<B> || req || exec::persistent_init_scope()) return to_mpi<B>(fwd, s, kind, req, a...);
+    // Decided from what every rank shares (the collective, its form, a persistent reduction's
+    // type and op), never from buffers.
+    if (!kDeviceSchedules<B> || (exec::persistent_init_scope() && !persistent_on_device<B>(s, a...)))
+      return to_mpi<B>(fwd, s, kind, req, a...);
     if (kind != device::MemKind::Host && bind_device && binds_device<B>(s, a...)) {
-      exec::DeviceCall scope;
-      auto ran = hierarchical<B>(nullptr, a...);
+      exec::DeviceCall scope;  // nonblocking: the request keeps the device binding (exec/request.hpp)
+      auto ran = hierarchical<B>(req, a...);
       if (!ran) {  // left flat: the device pointers to the GPU-aware MPI
         device::note_untouched(kind, config::coll_key(s.coll));
         return passthrough(fwd);
       }
-      device::note_untouched(kind, "hier_device");
+      device::note_untouched(kind, hier_device_key(req));
       return {ran->rc, ran->algo};
     }
   }

@@ -52,6 +52,10 @@ class UserBlocks final : public Blocks {
   const DeviceOps* dev_;
 };
 
+// The GPU module where the call's buffers are bound as device memory (core/dispatch_coll.hpp's
+// DeviceCall: dense device buffers on a Context::device_hier communicator), else null.
+const DeviceOps* call_device() { return device_call() ? device_ops() : nullptr; }
+
 // Scratch for the schedule plus a staging area for packed user data.
 struct Memory {
   char* scratch = nullptr;
@@ -142,6 +146,8 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
     auto r = typed_request(coll, *p, sp, st, rt);
     r->counts = counts;
     if (displs) r->displs = *displs;
+    const DeviceOps* dev = call_device();
+    if (dev) bind_device(r->b, *p->ctx);  // dense device buffers: device scratch, no staging
     char* m = request_scratch(*r, s.scratch + (st.dense ? 0 : bytes[rank]), nullptr);
     if (!m) return MPI_ERR_NO_MEM;
     if (!st.dense) {  // packed at every start (persistent requests start many times)
@@ -151,7 +157,7 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
     }
     r->blocks = std::make_unique<UserBlocks>(nullptr, 0, r->st, static_cast<char*>(recvbuf), r->t,
                                              uniform ? nullptr : r->counts.data(), displs ? r->displs.data() : nullptr,
-                                             counts[0]);
+                                             counts[0], dev);
     r->b.send = src;
     r->b.scratch = m;
     r->b.blocks = r->blocks.get();
@@ -239,6 +245,7 @@ std::optional<Ran> bcast(void* buffer, int count, MPI_Datatype type, int root, M
     r->sched = sp;
     r->t = t;
     hold_type(*r, r->t);
+    if (device_call()) bind_device(r->b, *p->ctx);  // a dense device buffer: device scratch
     char* m = request_scratch(*r, s.scratch + (t.dense ? 0 : bytes), nullptr);
     if (!m) return MPI_ERR_NO_MEM;
     char* staging = m + s.scratch;
@@ -312,30 +319,39 @@ std::optional<Ran> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   auto sp = schedule(
       *p, {static_cast<uint8_t>(Coll::Alltoall), p->plan.algo, false, false, -1, block, {}},
       [&](int) { return sched::build_alltoall(p->ctx->levels->shape, rank, block); },
-      [&](const sched::Schedule& s) { return memory(*p, s.scratch, 0).has_value(); });
+      [&](const sched::Schedule& s) {
+        return memory(*p, s.scratch, 0).has_value() && reserve_device(*p->ctx, s, s.scratch, nullptr);
+      });
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
   const char* send = in_place ? static_cast<const char*>(recvbuf) : static_cast<const char*>(sendbuf);
+  const DeviceOps* dev = call_device();
   if (req) {  // nonblocking: the request owns the types, blocks and memory. In place is safe:
               // every block is loaded (the schedule's first steps) before any is stored.
     auto r = typed_request(Coll::Alltoall, *p, sp, st, rt);
+    if (dev) bind_device(r->b, *p->ctx);
     char* m = request_scratch(*r, s.scratch, nullptr);
     if (!m) return MPI_ERR_NO_MEM;
     auto blocks = std::make_unique<UserBlocks>(send, scount * st.extent, r->st, static_cast<char*>(recvbuf), r->t,
-                                               nullptr, nullptr, recvcount);
+                                               nullptr, nullptr, recvcount, dev);
     blocks->send_count_ = scount;
     r->blocks = std::move(blocks);
     r->b.scratch = m;
     r->b.blocks = r->blocks.get();
     return start_request(std::move(r), req);
   }
-  auto mem = memory(*p, s.scratch, 0);
-  if (!mem) return MPI_ERR_NO_MEM;
-  UserBlocks blocks(send, scount * st.extent, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount);
+  UserBlocks blocks(send, scount * st.extent, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount, dev);
   blocks.send_count_ = scount;
   Binding b;
-  b.scratch = mem->scratch;
   b.blocks = &blocks;
+  if (dev) {
+    b.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+    bind_device(b, *p->ctx);
+    return run(s, *p->ctx->levels, b);
+  }
+  auto mem = memory(*p, s.scratch, 0);
+  if (!mem) return MPI_ERR_NO_MEM;
+  b.scratch = mem->scratch;
   return run(s, *p->ctx->levels, b);
 }
 
@@ -381,9 +397,12 @@ std::optional<Ran> gather(const void* sendbuf, int sendcount, MPI_Datatype sendt
   auto sp = schedule(
       *p, {static_cast<uint8_t>(Coll::Gather), p->plan.algo, false, false, root, b, {}},
       [&](int) { return sched::build_gather(p->ctx->levels->shape, x->rank, b, root); },
-      [&](const sched::Schedule& s) { return memory(*p, s.scratch, b).has_value(); });
+      [&](const sched::Schedule& s) {
+        return memory(*p, s.scratch, b).has_value() && reserve_device(*p->ctx, s, s.scratch, nullptr);
+      });
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
+  const DeviceOps* dev = call_device();  // dense device buffers: no staging
   const TypeInfo rt = x->is_root ? type_info(recvtype) : x->mine;
   if (!rt.ok || (x->is_root && int64_t{recvcount} * rt.size != b)) return std::nullopt;  // PMPI reports it
   const TypeInfo& st = x->mine;
@@ -391,6 +410,7 @@ std::optional<Ran> gather(const void* sendbuf, int sendcount, MPI_Datatype sendt
                                 : static_cast<const char*>(sendbuf);
   if (req) {  // nonblocking: the request owns the types, blocks and memory
     auto r = typed_request(Coll::Gather, *p, sp, st, rt);
+    if (dev) bind_device(r->b, *p->ctx);
     char* m = request_scratch(*r, s.scratch + (st.dense ? 0 : b), nullptr);
     if (!m) return MPI_ERR_NO_MEM;
     if (!st.dense) {  // packed at every start
@@ -400,11 +420,20 @@ std::optional<Ran> gather(const void* sendbuf, int sendcount, MPI_Datatype sendt
     }
     if (x->is_root)
       r->blocks = std::make_unique<UserBlocks>(nullptr, 0, r->st, static_cast<char*>(recvbuf), r->t, nullptr, nullptr,
-                                               recvcount);
+                                               recvcount, dev);
     r->b.send = src;
     r->b.scratch = m;
     r->b.blocks = r->blocks.get();
     return start_request(std::move(r), req);
+  }
+  UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount, dev);
+  Binding bd;
+  bd.blocks = &blocks;
+  if (dev) {
+    bd.send = src;
+    bd.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+    bind_device(bd, *p->ctx);
+    return run(s, *p->ctx->levels, bd);
   }
   auto mem = memory(*p, s.scratch, st.dense ? 0 : b);
   if (!mem) return MPI_ERR_NO_MEM;
@@ -412,11 +441,8 @@ std::optional<Ran> gather(const void* sendbuf, int sendcount, MPI_Datatype sendt
     if (int rc = pack(src, x->count, st, mem->staging); rc != MPI_SUCCESS) return rc;
     src = mem->staging;
   }
-  UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, nullptr, nullptr, recvcount);
-  Binding bd;
   bd.send = src;
   bd.scratch = mem->scratch;
-  bd.blocks = &blocks;
   return run(s, *p->ctx->levels, bd);
 }
 
@@ -432,10 +458,13 @@ std::optional<Ran> scatter(const void* sendbuf, int sendcount, MPI_Datatype send
   auto sp = schedule(
       *p, {static_cast<uint8_t>(Coll::Scatter), p->plan.algo, false, false, root, b, {}},
       [&](int v) { return sched::build_scatter(p->ctx->levels->shape, x->rank, b, root, v == 1); },
-      [&](const sched::Schedule& s) { return memory(*p, s.scratch, b).has_value(); }, x->in_place ? 1 : 0,
-      x->is_root);
+      [&](const sched::Schedule& s) {
+        return memory(*p, s.scratch, b).has_value() && reserve_device(*p->ctx, s, s.scratch, nullptr);
+      },
+      x->in_place ? 1 : 0, x->is_root);
   if (!sp) return std::nullopt;
   const sched::Schedule& s = *sp;
+  const DeviceOps* dev = call_device();  // dense device buffers: no staging
   const TypeInfo st = x->is_root ? type_info(sendtype) : x->mine;
   if (!st.ok || (x->is_root && int64_t{sendcount} * st.size != b)) return std::nullopt;  // PMPI reports it
   const TypeInfo& rt = x->mine;
@@ -443,6 +472,7 @@ std::optional<Ran> scatter(const void* sendbuf, int sendcount, MPI_Datatype send
   const bool staged = !x->in_place && !rt.dense;
   if (req) {
     auto r = typed_request(Coll::Scatter, *p, sp, st, rt);
+    if (dev) bind_device(r->b, *p->ctx);
     char* m = request_scratch(*r, s.scratch + (staged ? b : 0), nullptr);
     if (!m) return MPI_ERR_NO_MEM;
     r->b.recv = x->in_place ? nullptr : staged ? m + s.scratch : static_cast<char*>(recvbuf);
@@ -450,7 +480,7 @@ std::optional<Ran> scatter(const void* sendbuf, int sendcount, MPI_Datatype send
       r->after = [from = m + s.scratch, n = x->count, recvbuf, info = &r->t] { return unpack(from, n, *info, recvbuf); };
     if (x->is_root) {
       auto blocks = std::make_unique<UserBlocks>(static_cast<const char*>(sendbuf), sendcount * st.extent, r->st,
-                                                 nullptr, r->t, nullptr, nullptr, 0);
+                                                 nullptr, r->t, nullptr, nullptr, 0, dev);
       blocks->send_count_ = sendcount;
       r->blocks = std::move(blocks);
     }
@@ -458,14 +488,20 @@ std::optional<Ran> scatter(const void* sendbuf, int sendcount, MPI_Datatype send
     r->b.blocks = r->blocks.get();
     return start_request(std::move(r), req);
   }
-  auto mem = memory(*p, s.scratch, staged ? b : 0);
-  if (!mem) return MPI_ERR_NO_MEM;
-  UserBlocks blocks(static_cast<const char*>(sendbuf), sendcount * st.extent, st, nullptr, rt, nullptr, nullptr, 0);
+  UserBlocks blocks(static_cast<const char*>(sendbuf), sendcount * st.extent, st, nullptr, rt, nullptr, nullptr, 0, dev);
   blocks.send_count_ = sendcount;
   Binding bd;
+  bd.blocks = &blocks;
+  if (dev) {
+    bd.recv = x->in_place ? nullptr : static_cast<char*>(recvbuf);
+    bd.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+    bind_device(bd, *p->ctx);
+    return run(s, *p->ctx->levels, bd);
+  }
+  auto mem = memory(*p, s.scratch, staged ? b : 0);
+  if (!mem) return MPI_ERR_NO_MEM;
   bd.recv = x->in_place ? nullptr : staged ? mem->staging : static_cast<char*>(recvbuf);
   bd.scratch = mem->scratch;
-  bd.blocks = &blocks;
   const int rc = run(s, *p->ctx->levels, bd);
   if (rc == MPI_SUCCESS && staged) return unpack(mem->staging, x->count, rt, recvbuf);
   return rc;

@@ -41,7 +41,8 @@ Acquirer element_memory(Prepared& p, const TypeInfo& t) {
 
 // Runs an element schedule: scratch spans `scratch` elements laid out like the user's buffers
 // (reserved by element_memory when the schedule was built: get() allocates nothing here).
-// req: starts it as a nonblocking request instead, on memory of its own.
+// req: starts it as a nonblocking request instead, on memory of its own (device memory where
+// the call's buffers are bound as such: exec/device_steps.hpp).
 int run_elements(Prepared& p, const std::shared_ptr<const sched::Schedule>& sp, const void* send, void* recv,
                  const TypeInfo& t, MPI_Op op, Coll coll, MPI_Request* req) {
   const sched::Schedule& s = *sp;
@@ -59,6 +60,7 @@ int run_elements(Prepared& p, const std::shared_ptr<const sched::Schedule>& sp, 
     b.type = r->t.type;
     b.op = op;
     b.info = &r->t;
+    if (device_call()) bind_device(b, *p.ctx);  // device buffers: request_scratch gives device memory
     char* mem = request_scratch(*r, s.scratch > 0 ? t.span(s.scratch) : 0, &r->t);
     if (!mem) return MPI_ERR_NO_MEM;
     if (s.scratch > 0) b.scratch = mem - t.true_lb;

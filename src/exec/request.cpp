@@ -135,7 +135,13 @@ bool advance(CollRequest* r) {
   Machine& m = *r->machine;
   for (;;) {
     if (m.in_flight() && !m.complete_group(false)) return false;
-    if (m.done()) return side_done(r);
+    if (m.done()) {
+      // Device bindings: the last local steps' kernels (the user's blocks, a last copy) finish
+      // before the request completes and the program reads its buffers. An error there is the
+      // request's, reported like its side requests'.
+      if (const int rc = m.flush(); rc != MPI_SUCCESS && r->side_rc == MPI_SUCCESS) r->side_rc = rc;
+      return side_done(r);
+    }
     if (!may_issue(r)) return false;
     m.start_group();
   }
@@ -329,6 +335,7 @@ void hold_type(CollRequest& r, TypeInfo& t) {
 
 char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* info) {
   Context* ctx = r.ctx;
+  const bool dev = r.b.dev != nullptr;  // bound to device buffers (bind_device): device memory
   {
     std::lock_guard<std::mutex> lk(g_mu);
     if (!ctx->request_memory.empty()) {
@@ -338,9 +345,10 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
   }
   try {
     if (!r.mem) r.mem = std::make_unique<RequestMemory>();
-    char* m = r.mem->scratch.get(static_cast<size_t>(scratch_bytes));
-    if (m && reserve(*r.sched, *ctx->levels, info, &r.mem->tmp)) {
-      r.b.tmp = &r.mem->tmp;
+    ScratchSet& tmp = dev ? r.mem->dtmp : r.mem->tmp;
+    char* m = (dev ? r.mem->dscratch : r.mem->scratch).get(static_cast<size_t>(scratch_bytes));
+    if (m && reserve(*r.sched, *ctx->levels, info, &tmp)) {
+      r.b.tmp = &tmp;
       return m;
     }
   } catch (...) {
@@ -355,8 +363,8 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
     std::lock_guard<std::mutex> lk(g_mu);
     ctx->memory_lent = true;
   }
-  r.b.tmp = &ctx->tmp;
-  return ctx->scratch.get(static_cast<size_t>(scratch_bytes));
+  r.b.tmp = dev ? &ctx->dtmp : &ctx->tmp;
+  return (dev ? ctx->dscratch : ctx->scratch).get(static_cast<size_t>(scratch_bytes));
 }
 
 namespace engine {

@@ -62,10 +62,14 @@ class ScratchSet {
 };
 
 // What one nonblocking request runs on (exec/request.hpp): scratch and the direct level steps'
-// buffers of its own, so that requests outstanding together never share memory.
+// buffers of its own, so that requests outstanding together never share memory. A request
+// bound to device buffers (exec/device_steps.hpp) takes the device pair instead; each is
+// allocated at its first use only, and kept with the memory for the next request.
 struct RequestMemory {
   Scratch scratch;
   ScratchSet tmp;
+  Scratch dscratch{Loc::Device};
+  ScratchSet dtmp{Loc::Device};
 };
 
 }  // namespace hier::exec

@@ -54,13 +54,12 @@ if mode == "late_staged":
     if algos.get("hier", {}).get("calls", 0) < 1:
         problems.append("no MPI_Allreduce ran libhier's hierarchical schedule")
 if mode == "kernels":
-    # Blocking allreduce, reduce, bcast, allgather, reduce_scatter(_block) ran on the device
-    # buffers; the rest (alltoall, allgatherv, nonblocking) went to the GPU-aware MPI.
-    if by_call.get("hier_device", 0) < 6 or algos.get("hier", {}).get("calls", 0) < 1:
+    # Every collective of the test ran on the device buffers where this rank's were all device
+    # memory, the nonblocking ones (MPI_Iallreduce, MPI_Ibcast) too.
+    if by_call.get("hier_device", 0) < 8 or algos.get("hier", {}).get("calls", 0) < 1:
         problems.append("too few calls ran libhier's schedules on device buffers")
-    missing = [k for k in ("alltoall", "allgatherv") if by_call.get(k, 0) < 1]
-    if missing:
-        problems.append(f"not counted as handed to the GPU-aware MPI: {missing}")
+    if by_call.get("hier_device_nonblocking", 0) < 1:
+        problems.append("no nonblocking call ran libhier's schedule on device buffers")
 if mode.startswith("disagree") and any(a != "flat" for a in algos):
     problems.append(f"HIER_GPU_AWARE differs between ranks, yet MPI_Allreduce ran {sorted(algos)}")
 if problems:

@@ -60,7 +60,7 @@ constexpr int kMaxRegions = 4096;
 Region g_regions[kMaxRegions];
 std::atomic<int> g_count{0};  // regions [0, g_count) are written (a freed one has n == 0)
 std::mutex g_alloc_mu;
-int g_open = 0;  // nesting depth of PMPI calls (a PMPI may call another PMPI)
+int g_open = 0;  // PMPI calls in progress, over every thread and nesting (a PMPI may call another); under g_alloc_mu
 
 bool mpi_gpu_aware() {
   static const bool aware = [] {
@@ -75,13 +75,19 @@ void protect_all(int prot) {
     if (g_regions[i].n) mprotect(g_regions[i].p, g_regions[i].n, prot);
 }
 
-// Open for the duration of a PMPI call, when the MPI is GPU-aware.
+// Open for the duration of a PMPI call, when the MPI is GPU-aware: while any thread is inside
+// one (libhier's progress thread, HIER_PROGRESS=thread, calls the MPI beside the program's), so
+// the count and the protection change together, under the allocations' lock.
 struct Open {
   Open() {
-    if (mpi_gpu_aware() && g_open++ == 0) protect_all(PROT_READ | PROT_WRITE);
+    if (!mpi_gpu_aware()) return;
+    std::lock_guard<std::mutex> lk(g_alloc_mu);
+    if (g_open++ == 0) protect_all(PROT_READ | PROT_WRITE);
   }
   ~Open() {
-    if (mpi_gpu_aware() && --g_open == 0) protect_all(PROT_NONE);
+    if (!mpi_gpu_aware()) return;
+    std::lock_guard<std::mutex> lk(g_alloc_mu);
+    if (--g_open == 0) protect_all(PROT_NONE);
   }
 };
 
@@ -274,4 +280,19 @@ FAKE_PMPI(PMPI_Ireduce_scatter,
 FAKE_PMPI(PMPI_Ireduce_scatter_block,
           (const void* s, void* r, int rn, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q), (s, r, rn, t, op, c, q))
 FAKE_PMPI(PMPI_Testall, (int n, MPI_Request* q, int* f, MPI_Status* s), (n, q, f, s))
+// The start of a persistent collective the MPI runs itself (MPICH may move data inside it).
+FAKE_PMPI(PMPI_Start, (MPI_Request* q), (q))
+FAKE_PMPI(PMPI_Startall, (int n, MPI_Request* q), (n, q))
+// The alltoall schedules' level steps (blocking and nonblocking).
+FAKE_PMPI(PMPI_Alltoallv,
+          (const void* s, const int* sn, const int* sd, MPI_Datatype st, void* r, const int* rn, const int* rd,
+           MPI_Datatype rt, MPI_Comm c),
+          (s, sn, sd, st, r, rn, rd, rt, c))
+FAKE_PMPI(PMPI_Ialltoall,
+          (const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, MPI_Comm c, MPI_Request* q),
+          (s, sn, st, r, rn, rt, c, q))
+FAKE_PMPI(PMPI_Ialltoallv,
+          (const void* s, const int* sn, const int* sd, MPI_Datatype st, void* r, const int* rn, const int* rd,
+           MPI_Datatype rt, MPI_Comm c, MPI_Request* q),
+          (s, sn, sd, st, r, rn, rd, rt, c, q))
 }  // extern "C"

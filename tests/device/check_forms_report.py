@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Checks rank 0's finalize report after a forms_test.cpp run (device buffers in every form on a
+device_hier communicator):
+  check_forms_report.py REPORT [--mpi4] [--thread]
+The "device" section must count blocking, nonblocking and (--mpi4: an MPI with persistent
+collectives) persistent calls run by libhier's schedules bound to the device buffers, none staged;
+every collective the test makes, in both forms, must have run libhier's hierarchical schedule
+("hier" among its function's algorithms), alltoall / gather / scatter / allgatherv included; with
+--thread, the requests progressed on libhier's progress thread."""
+import json
+import sys
+
+path = sys.argv[1]
+mpi4 = "--mpi4" in sys.argv[2:]
+thread = "--thread" in sys.argv[2:]
+with open(path) as f:
+    rep = json.load(f)
+dev = (rep.get("device") or {}).get("device", {})
+by_call = dev.get("by_call", {})
+problems = []
+# OneAtATime: 25 calls per count and form (10 collectives, in place where they have it, 2 roots
+# for the 4 rooted ones); counts 0 go to the MPI, 3 counts remain. ManyOutstanding adds 18
+# nonblocking calls per count; Persistent 21 reductions, the float sums 4.
+want = {"hier_device": 75, "hier_device_nonblocking": 120}
+if mpi4:
+    want["hier_device_persistent"] = 20  # the reductions (movement collectives: to the MPI)
+for key, least in want.items():
+    if by_call.get(key, 0) < least:
+        problems.append(f"{by_call.get(key, 0)} calls counted as {key}, expected at least {least}")
+if not mpi4 and "hier_device_persistent" in by_call:
+    problems.append("persistent calls counted on an MPI without them")
+staged = [k for k in by_call if k.startswith("staged")]
+if staged:
+    problems.append(f"device buffers staged through host copies: {staged}")
+if dev.get("by_path", {}).get("hier_device") != sum(n for k, n in by_call.items() if k.startswith("hier_device")):
+    problems.append(f"by_path hier_device {dev.get('by_path')} is not the sum of the hier_device keys")
+funcs = rep.get("functions", {})
+names = ["Allreduce", "Reduce", "Reduce_scatter_block", "Reduce_scatter", "Allgather", "Allgatherv", "Bcast",
+         "Alltoall", "Gather", "Scatter"]
+for fn in [f"MPI_{n}" for n in names] + [f"MPI_I{n.lower()}" for n in names]:
+    hier = funcs.get(fn, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)
+    if hier < 1:
+        problems.append(f"{fn} never ran libhier's schedule: {json.dumps(funcs.get(fn))}")
+nb = rep.get("nonblocking") or {}
+if thread and (nb.get("progress") != "thread" or nb.get("thread_rounds", 0) < 1):
+    problems.append(f"no progress thread ran: {json.dumps(nb)[:300]}")
+if problems:
+    sys.exit(f"{path}: " + "; ".join(problems) + f"\n  device: {json.dumps(rep.get('device'))}")
+print(f"{path}: device calls {by_call}")
