@@ -106,6 +106,31 @@ TEST(ModelShm, SingleCopyCostedWhereMeasured) {
   EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), all * 0.25 + 4 * 7000);
 }
 
+// Bcast and reduce single copy: the root's buffer read (bcast); my piece of every member's
+// buffer read and folded, and the sums written to the root's (reduce), two rounds; copy-in
+// where cheaper or below the threshold.
+TEST(ModelShm, SingleCopyBcastAndReduce) {
+  model::Model m = rates();
+  const topo::Shape s = model::two_level(2, 4);
+  m.shm.single_ns_per_byte = 0.125;
+  sched::Step st;
+  st.comm = {sched::On::Node, 0};
+  st.count = int64_t{1} << 22;  // 16 MiB of floats
+  st.via = sched::Via::Shm;
+  const double n = 16.0 * (1 << 20);
+  st.kind = Kind::Bcast;
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), n * 0.125 + 2 * 7000);
+  EXPECT_TRUE(model::shm_single_cheaper(st, 4, 4, m));
+  st.kind = Kind::Reduce;
+  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1, true), 3 * n / 4 * (0.125 + 0.5) + n / 4 * 0.125 + 2 * 7000);
+  EXPECT_TRUE(model::shm_single_cheaper(st, 4, 4, m));
+  st.count = 1024;  // 4 KiB: copy-in
+  EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
+  st.count = int64_t{1} << 22;
+  m.shm.single_ns_per_byte = 10;
+  EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
+}
+
 // HIER_SHM=auto is not on: the planner weighs both transports and keeps messages where the
 // segment is predicted slower (a slow flag round: small calls), the segment where it is
 // predicted faster (fast copies: large calls); on routes always, off never.
