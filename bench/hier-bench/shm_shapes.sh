@@ -4,7 +4,8 @@
 # alone (HIER_DISABLE=1); shapes 2 x 4 and 4 x 2 (and 2 x 2), the variants alternated, REPS
 # repetitions; prints the median of the per-run medians (ms) and the packets dropped. Needs root.
 #   bench/hier-bench/shm_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:4 4:2")
-# VARIANTS="..." picks variants: mpi exact exact_shm int8 int8_shm (the default set), default
+# VARIANTS="..." picks variants: mpi exact exact_shm int8 int8_shm (the default set), int4 int4_shm
+# (HIER_QUANT=int4), int8_auto int4_auto (quantized, HIER_SHM=auto), default
 # (no HIER_* set: the planner's choice, HIER_SHM=off), default_auto (the same with HIER_SHM=auto)
 # and probe (link-probe, the floor).
 cd "$(dirname "$0")/../.."
@@ -24,6 +25,10 @@ run() { # nodes ppn variant rep
     exact_shm) envs=(HIER_ALGO=hier HIER_SHM=on);;
     int8) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=off);;
     int8_shm) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=on);;
+    int4) envs=(HIER_ALGO=hier HIER_QUANT=int4 HIER_SHM=off);;
+    int4_shm) envs=(HIER_ALGO=hier HIER_QUANT=int4 HIER_SHM=on);;
+    int8_auto) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=auto);;
+    int4_auto) envs=(HIER_ALGO=hier HIER_QUANT=int4 HIER_SHM=auto);;
     default) envs=(HIER_SHM=off);;      # what a user gets today: the planner's choice, message steps
     default_auto) envs=(HIER_SHM=auto);;  # the planner's choice, with auto as the default would be
     probe) envs=();;                     # link-probe: the floor (pair traffic, no reduction, no libhier)

@@ -284,7 +284,7 @@ const VarSpec kVars[] = {
      return std::string();
    }, true},
   {"HIER_SHM_CMA", "auto", "off, auto or on",
-   "With HIER_SHM: large reduce-scatter and allgather(v) steps read the peers' buffers directly (single copy, process_vm_readv) instead of copying through the segment, where every member of the level may (same user, ptrace allowed: tried when the segment is built); auto: where the model predicts it faster than copy-in (from hier-tune's measured shm.single_ns_per_byte; without it, never); on: wherever allowed; off: never (docs/shm.md). Must be the same on every rank.",
+   "With HIER_SHM: large reduce-scatter, allgather(v), bcast and reduce steps read the peers' buffers directly (single copy, process_vm_readv; the reduce writes its sums into the root's with process_vm_writev) instead of copying through the segment, where every member of the level may (same user, ptrace allowed: tried when the segment is built); auto: where the model predicts it faster than copy-in (from hier-tune's measured shm.single_ns_per_byte; without it, never); on: wherever allowed; off: never (docs/shm.md). Must be the same on every rank.",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
      if (s == "auto" || s.empty()) c.shm_cma = ShmCma::Auto;

@@ -88,9 +88,11 @@ class Rounds : public shm::Step {
   virtual bool waits_for(int m) const { return m != me_ && writes(m); }
   virtual int produce(uint64_t r, char* mine) { (void)r, (void)mine; return MPI_SUCCESS; }
   virtual int consume(uint64_t r, uint64_t round) { (void)r, (void)round; return MPI_SUCCESS; }
-  // Single-copy steps read the peers' own buffers: a member must not leave the step (and hand
-  // its buffers back to the program) before every member is done reading them; then release().
-  virtual bool holds() const { return false; }
+  // Single-copy steps read (or write) the peers' own buffers: a member whose buffers others
+  // touch must not leave the step (and hand them back to the program) before every member is
+  // done with them; then release().
+  virtual bool single_copy() const { return false; }
+  virtual bool holds() const { return single_copy(); }
   virtual int release() { return MPI_SUCCESS; }
   char* slot(int m, uint64_t round) const { return seg_.slot(m, round); }
 
@@ -117,7 +119,7 @@ class Rounds : public shm::Step {
       if (rc_ == MPI_SUCCESS) rc_ = release();
       released_ = true;
     }
-    if (!counted_) count(kind_, n_, holds()), counted_ = true;
+    if (!counted_) count(kind_, n_, single_copy()), counted_ = true;
     return true;
   }
 
@@ -195,7 +197,7 @@ class ReduceScatterSingle final : public Rounds {
 
  private:
   const char* in() const { return a_.in_place ? a_.dst : a_.src; }
-  bool holds() const override { return true; }
+  bool single_copy() const override { return true; }
   int produce(uint64_t, char* mine) override {
     publish(mine, in());
     return MPI_SUCCESS;
@@ -240,6 +242,27 @@ class ReduceScatterSingle final : public Rounds {
   std::vector<char> private_;
 };
 
+// Reads n elements at `remote` in member `from`'s memory into `local` through the kernel: straight
+// where the elements are plain bytes, otherwise a chunk at a time through the scratch, so that
+// the gaps of a derived type in `local` are not written.
+int read_elements(shm::Segment& seg, int from, const char* remote, char* local, int64_t n, const Units& u) {
+  if (n <= 0) return MPI_SUCCESS;
+  if (!u.t || u.t->dense)
+    return shm::cma_read(seg.pid(from), remote, local, static_cast<size_t>(u.span(n))) ? MPI_SUCCESS : MPI_ERR_OTHER;
+  const int64_t chunk = std::max<int64_t>(1, u.fit(kSingleChunkBytes));
+  std::vector<char>& tmp = seg.scratch();
+  tmp.resize(static_cast<size_t>(u.span(std::min(chunk, n))));
+  int rc = MPI_SUCCESS;
+  for (int64_t off = 0; off < n && rc == MPI_SUCCESS; off += chunk) {
+    const int64_t k = std::min(chunk, n - off);
+    if (!shm::cma_read(seg.pid(from), remote + off * u.ext + u.lb, tmp.data(), static_cast<size_t>(u.span(k))))
+      rc = MPI_ERR_OTHER;
+    else
+      rc = u.copy(tmp.data() - u.lb, local + off * u.ext, k);
+  }
+  return rc;
+}
+
 // Single copy: every member puts its own piece in place in its output and publishes the
 // output's address; each then reads every other member's piece from that member's output
 // through the kernel, straight into its own output where the elements are plain bytes
@@ -251,33 +274,16 @@ class AllgatherSingle final : public Rounds {
 
  private:
   char* at(int i) const { return a_.dst + a_.displs[i] * u_.ext; }
-  bool holds() const override { return true; }
+  bool single_copy() const override { return true; }
   int produce(uint64_t, char* mine) override {
     publish(mine, a_.dst);
     return a_.in_place ? MPI_SUCCESS : u_.copy(a_.src, at(me_), a_.counts[me_]);
   }
   int consume(uint64_t, uint64_t round) override {
-    const bool dense = !u_.t || u_.t->dense;
-    const int64_t chunk = std::max<int64_t>(1, u_.fit(kSingleChunkBytes));
-    std::vector<char>& tmp = seg_.scratch();
     int rc = MPI_SUCCESS;
     for (int d = 1; d < p_ && rc == MPI_SUCCESS; ++d) {
       const int i = (me_ + d) % p_;
-      const int64_t n = a_.counts[i];
-      const char* remote = published(slot(i, round)) + a_.displs[i] * u_.ext;
-      if (n <= 0) continue;
-      if (dense) {
-        if (!shm::cma_read(seg_.pid(i), remote, at(i), static_cast<size_t>(u_.span(n)))) rc = MPI_ERR_OTHER;
-        continue;
-      }
-      tmp.resize(static_cast<size_t>(u_.span(std::min(chunk, n))));
-      for (int64_t off = 0; off < n && rc == MPI_SUCCESS; off += chunk) {
-        const int64_t k = std::min(chunk, n - off);
-        if (!shm::cma_read(seg_.pid(i), remote + off * u_.ext + u_.lb, tmp.data(), static_cast<size_t>(u_.span(k))))
-          rc = MPI_ERR_OTHER;
-        else
-          rc = u_.copy(tmp.data() - u_.lb, at(i) + off * u_.ext, k);
-      }
+      rc = read_elements(seg_, i, published(slot(i, round)) + a_.displs[i] * u_.ext, at(i), a_.counts[i], u_);
     }
     return rc;
   }
@@ -330,6 +336,84 @@ class Bcast final : public Rounds {
   const int64_t m_;
 };
 
+// Single copy: the root publishes its buffer's address and every other member reads it through
+// the kernel straight into its own (read_elements); the root keeps its buffer until every member
+// is done. One copy per byte instead of two, one round instead of one per slot's half.
+class BcastSingle final : public Rounds {
+ public:
+  BcastSingle(shm::Segment& seg, const ShmArgs& a) : Rounds(seg, Kind::Bcast, 1), a_(a), u_(a.info) {}
+
+ private:
+  bool single_copy() const override { return true; }
+  bool holds() const override { return me_ == a_.root; }
+  bool writes(int m) const override { return m == a_.root; }
+  int produce(uint64_t, char* mine) override {
+    publish(mine, a_.dst);
+    return MPI_SUCCESS;
+  }
+  int consume(uint64_t, uint64_t round) override {
+    if (me_ == a_.root) return MPI_SUCCESS;
+    return read_elements(seg_, a_.root, published(slot(a_.root, round)), a_.dst, a_.count, u_);
+  }
+  const ShmArgs a_;
+  const Units u_;
+};
+
+// Single copy, plain-byte elements only (a type with gaps stays copy-in: the sums are written
+// back as spans, which would overwrite the root's gaps): the root publishes the addresses of its
+// input and its output, the others their input's. Member i reduces piece i of the vector (XHC's
+// idea: the readers fold, each its piece, into the root's buffer): its chunk of the root's input,
+// then of members root-1, root-2, ... (the copy-in form's order: the same bits), read through the
+// kernel a chunk at a time, and writes the sums into the root's output (process_vm_writev; the
+// root's own piece in place). Every member keeps its buffers until every member is done.
+class ReduceSingle final : public Rounds {
+ public:
+  ReduceSingle(shm::Segment& seg, const ShmArgs& a) : Rounds(seg, Kind::Reduce, 1), a_(a), u_(a.info) {}
+
+ private:
+  const char* in() const { return a_.in_place ? a_.dst : a_.src; }
+  bool single_copy() const override { return true; }
+  int produce(uint64_t, char* mine) override {
+    publish(mine, in());
+    if (me_ == a_.root) publish(mine + sizeof(uint64_t), a_.dst);
+    return MPI_SUCCESS;
+  }
+  int consume(uint64_t, uint64_t round) override {
+    const int64_t first = a_.count * me_ / p_, n = a_.count * (me_ + 1) / p_ - first;
+    if (n <= 0) return MPI_SUCCESS;
+    const bool root = me_ == a_.root;
+    const char* root_in = published(slot(a_.root, round));
+    char* root_out = const_cast<char*>(published(slot(a_.root, round) + sizeof(uint64_t)));
+    const int64_t chunk = std::max<int64_t>(1, u_.fit(kSingleChunkBytes));
+    std::vector<char>& tmp = seg_.scratch();
+    tmp.resize(static_cast<size_t>(u_.span(std::min(chunk, n))));
+    if (!root) acc_.resize(tmp.size());
+    int rc = MPI_SUCCESS;
+    for (int64_t off = first; off < first + n && rc == MPI_SUCCESS; off += chunk) {
+      const int64_t k = std::min(chunk, first + n - off);
+      const int64_t at = off * u_.ext;
+      const size_t bytes = static_cast<size_t>(u_.span(k));
+      char* acc = root ? a_.dst + at : acc_.data();
+      if (root) rc = u_.copy(in() + at, acc, k);
+      else if (!shm::cma_read(seg_.pid(a_.root), root_in + at, acc, bytes)) rc = MPI_ERR_OTHER;
+      for (int d = 1; d < p_ && rc == MPI_SUCCESS; ++d) {
+        const int j = (a_.root - d + p_) % p_;
+        const char* x = in() + at;
+        if (j != me_) {
+          if (!shm::cma_read(seg_.pid(j), published(slot(j, round)) + at, tmp.data(), bytes)) rc = MPI_ERR_OTHER;
+          x = tmp.data();
+        }
+        if (rc == MPI_SUCCESS) rc = PMPI_Reduce_local(x, acc, static_cast<int>(k), u_.t->type, a_.op);
+      }
+      if (rc == MPI_SUCCESS && !root && !shm::cma_write(seg_.pid(a_.root), root_out + at, acc, bytes)) rc = MPI_ERR_OTHER;
+    }
+    return rc;
+  }
+  const ShmArgs a_;
+  const Units u_;
+  std::vector<char> acc_;  // the sums of a chunk, before they go to the root
+};
+
 // Reduce (to the root: its own, then root-1, root-2, ...) and allreduce (every member folds
 // members 0..p-1, so every member computes the same bits).
 class Reduce final : public Rounds {
@@ -370,7 +454,7 @@ class Barrier final : public Rounds {
   explicit Barrier(shm::Segment& seg) : Rounds(seg, Kind::Barrier, 1) {}
 };
 
-// Whether a reduce-scatter or allgather(v) step runs single copy: where every member can
+// Whether a reduce-scatter, allgather(v), bcast or reduce step runs single copy: where every member can
 // (Segment::cma()) and HIER_SHM_CMA says so: on, wherever the step is large enough that its one
 // copy per byte saves more than the extra wait at its end costs (shm::single_copy_pays); auto,
 // where the model prices it below copy-in (model::shm_single_cheaper, from hier-tune's measured
@@ -379,8 +463,9 @@ class Barrier final : public Rounds {
 bool single_copy(const shm::Segment& seg, Kind kind, const ShmArgs& a, const Units& u) {
   const config::ShmCma mode = config::get().shm_cma;
   if (mode == config::ShmCma::Off) return false;
-  const int64_t total = kind == Kind::Allgather ? a.count * seg.members()
-                                                : std::accumulate(a.counts.begin(), a.counts.end(), int64_t{0});
+  const int64_t total = kind == Kind::Allgather                         ? a.count * seg.members()
+                        : kind == Kind::Bcast || kind == Kind::Reduce ? a.count
+                                                                        : std::accumulate(a.counts.begin(), a.counts.end(), int64_t{0});
   if (!shm::single_copy_pays(u.span(total))) return false;
   if (mode == config::ShmCma::Auto) {
     sched::Step st;
@@ -438,6 +523,11 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
     case Kind::Allreduce: {
       const int64_t m = u.fit(half);
       if (m <= 0) return nullptr;
+      // Single copy: bcast of any type, reduce of plain-byte elements (ReduceSingle says why).
+      if (a.single_copy && kind != Kind::Allreduce && (kind == Kind::Bcast || u.t->dense) && single_copy(seg, kind, a, u)) {
+        if (kind == Kind::Bcast) return std::make_unique<BcastSingle>(seg, a);
+        return std::make_unique<ReduceSingle>(seg, a);
+      }
       if (kind == Kind::Bcast) return std::make_unique<Bcast>(seg, a, m, rounds_for(a.count, m));
       return std::make_unique<Reduce>(seg, a, kind == Kind::Allreduce, m, rounds_for(a.count, m));
     }

@@ -346,13 +346,18 @@ struct ShmCost {
     for (int64_t x : st.counts) all += static_cast<double>(x * ub), most = std::max(most, static_cast<double>(x * ub));
   }
   // Single copy (exec/shm_steps.cpp): my piece of every peer's buffer read through the kernel
-  // and folded (reduce-scatter), or every peer's piece read (allgather); one round to publish
-  // the buffers and one to hand them back. < 0 where it does not apply.
+  // and folded (reduce-scatter), or every peer's piece read (allgather); the root's buffer read
+  // (bcast); my piece of every member's buffer read and folded, and written to the root's
+  // (reduce: a write through the kernel costed as a read); one round to publish the buffers and
+  // one to hand them back. < 0 where it does not apply.
   double single(Kind k, double round_ns) const {
-    if (sc < 0 || (k != Kind::ReduceScatter && k != Kind::Allgather && k != Kind::Allgatherv)) return -1;
-    const double gathered = k == Kind::Allgather ? n * p : all;
+    const bool rooted = k == Kind::Bcast || k == Kind::Reduce;
+    if (sc < 0 || (k != Kind::ReduceScatter && k != Kind::Allgather && k != Kind::Allgatherv && !rooted)) return -1;
+    const double gathered = k == Kind::Allgather ? n * p : rooted ? n : all;
     if (!shm::single_copy_pays(static_cast<int64_t>(gathered))) return -1;
     const double others = gathered / p * (p - 1);
+    if (k == Kind::Bcast) return n * sc + 2 * round_ns;
+    if (k == Kind::Reduce) return others * (sc + r) + n / p * sc + 2 * round_ns;
     if (k == Kind::ReduceScatter) return all / p * c + others * (sc + r) + 2 * round_ns;
     return gathered / p * c + others * sc + 2 * round_ns;
   }
@@ -398,7 +403,7 @@ StepKey key_of(const sched::Step& st, size_t index) {
 }  // namespace
 
 bool shm_single_cheaper(const sched::Step& st, int members, int64_t ub, const Model& m) {
-  const ShmCost k(st, members, ub, m, st.kind == Kind::ReduceScatter);
+  const ShmCost k(st, members, ub, m, st.kind == Kind::ReduceScatter || st.kind == Kind::Reduce);
   const double single = k.single(st.kind, m.shm.round_ns);
   return single >= 0 && single < k.copyin(st.kind, m.shm.round_ns);
 }

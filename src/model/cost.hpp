@@ -102,7 +102,7 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
 // (At run time, exec::route_shm marks those whose members could map a segment.)
 void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape);
 
-// Whether a reduce-scatter or allgather(v) step through the segment (`members` of them, elements
+// Whether a reduce-scatter, allgather(v), bcast or reduce step through the segment (`members` of them, elements
 // of `unit_bytes`) is cheaper single copy than copy-in, as the model costs both: from hier-tune's
 // shm.single_ns_per_byte (none measured: never) and the round costs (docs/shm.md). Under
 // HIER_SHM_CMA=auto the executor (exec/shm_steps.cpp) runs what this says, where the segment allows

@@ -7,17 +7,29 @@
 
 namespace hier::shm {
 
-bool cma_read(pid_t pid, const void* remote, void* local, size_t n) {
-  auto* to = static_cast<char*>(local);
-  auto* from = static_cast<const char*>(remote);
-  while (n > 0) {  // the kernel may copy less than asked (a page not yet faulted in, a signal)
-    iovec l{to, n}, r{const_cast<char*>(from), n};
-    const ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+namespace {
+// The kernel may copy less than asked (a page not yet faulted in, a signal): the rest again.
+template <class Call>
+bool cma_all(char* local, char* remote, size_t n, Call call) {
+  while (n > 0) {
+    iovec l{local, n}, r{remote, n};
+    const ssize_t got = call(&l, &r);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return false;
-    to += got, from += got, n -= static_cast<size_t>(got);
+    local += got, remote += got, n -= static_cast<size_t>(got);
   }
   return true;
+}
+}  // namespace
+
+bool cma_read(pid_t pid, const void* remote, void* local, size_t n) {
+  return cma_all(static_cast<char*>(local), const_cast<char*>(static_cast<const char*>(remote)), n,
+                 [pid](iovec* l, iovec* r) { return process_vm_readv(pid, l, 1, r, 1, 0); });
+}
+
+bool cma_write(pid_t pid, void* remote, const void* local, size_t n) {
+  return cma_all(const_cast<char*>(static_cast<const char*>(local)), static_cast<char*>(remote), n,
+                 [pid](iovec* l, iovec* r) { return process_vm_writev(pid, l, 1, r, 1, 0); });
 }
 
 int yama_ptrace_scope() {

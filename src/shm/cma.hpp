@@ -17,6 +17,9 @@ namespace hier::shm {
 // Copies n bytes at `remote` in process `pid` to `local`; false when the kernel refuses or the
 // peer's range is not mapped (then nothing can be said about `local`'s bytes).
 bool cma_read(pid_t pid, const void* remote, void* local, size_t n);
+// Copies n bytes at `local` to `remote` in process `pid` (process_vm_writev: the kernel asks the
+// same permission as for a read, which open_segment's probe found); false when refused.
+bool cma_write(pid_t pid, void* remote, const void* local, size_t n);
 
 // Whether a step moving `bytes` in all (the span of every member's data) is worth single copy:
 // it saves a copy per byte but ends with one more wait (a member keeps its buffers until every

@@ -342,12 +342,13 @@ TEST(QuantSchedules, PrintsQuantSteps) {
   for (const char* k : {"allreduce/quant-int8", "int8 block 64", "quantize", "alltoallv on cross", "dequantize_reduce",
                         "dequantize", "records+", "rcounts=", "residual+0"})
     EXPECT_NE(t.find(k), std::string::npos) << k << " not in\n" << t;
-  // Pipelined: the chunk count, the waves, and the second chunk's own records and residual.
+  // Pipelined: the chunk count, the waves (the node allgathers records), and the second chunk's own
+  // records and residual.
   QuantParams q = params(8);
   q.chunks = 2;
   const Schedule p = hier::sched::build_quant_allreduce(s, 1, 1000, false, q);
   const std::string tp = hier::sched::to_string(p);
-  for (const char* k : {"2 chunks pipelined", "[wave 0] reduce_scatter on node", "[wave 8] allgatherv on node"})
+  for (const char* k : {"2 chunks pipelined", "[wave 0] reduce_scatter on node", "[wave 7] allgatherv on node in place -> records+"})
     EXPECT_NE(tp.find(k), std::string::npos) << k << " not in\n" << tp;
   const Schedule one = hier::sched::build_quant_allreduce(s, 1, 512, false, params(8));
   int64_t max_residual = -1, max_records = -1;

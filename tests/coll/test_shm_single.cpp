@@ -1,14 +1,17 @@
 // Single-copy shared-memory steps (exec/shm_steps.cpp, shm/cma.hpp), called as functions on a
 // segment of MPI_COMM_WORLD (one node) and compared with the MPI's own collective on the same
 // data: reduce-scatter and allgatherv with uneven and empty pieces, in place or not, plain and
-// derived (gapped) types; the single-copy reduce-scatter gives the copy-in form's bits on
-// arbitrary floats (the same order of folds); and a member that cannot read its peers (injected)
-// means copy-in on every member, with the same results and no hang. A step that went single copy
+// derived (gapped) types; bcast and reduce from the first and the last rank, in place or not,
+// plain, derived dense (two ints, a user's op) and gapped types (reduce: copy-in, gaps kept);
+// the single-copy reduce-scatter and reduce give the copy-in form's bits on arbitrary floats
+// (the same order of folds); and a member that cannot read its peers (injected) means copy-in on
+// every member, with the same results and no hang. A step that went single copy
 // takes one round of the segment, the copy-in form of these sizes more: that is how each test
 // knows which form ran. Run with HIER_SHM_CMA=on (single copy wherever allowed: no tune file).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -129,6 +132,105 @@ void allgatherv_matches_pmpi(shm::Segment& seg, bool single) {
   MPI_Type_free(&gapped);
 }
 
+// A commutative user op on elements of ints (MPI_SUM is not defined on derived types): adds
+// the ints of each element, wherever the type puts them (size / 4 ints every extent / 4).
+void add_ints(void* in, void* inout, int* len, MPI_Datatype* t) {
+  int size = 0;
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_size(*t, &size);
+  MPI_Type_get_extent(*t, &lb, &extent);
+  const auto* a = static_cast<const int*>(in);
+  auto* b = static_cast<int*>(inout);
+  for (int64_t e = 0; e < *len; ++e)
+    for (int i = 0; i < size / 4; ++i) b[e * (extent / 4) + i] += a[e * (extent / 4) + i];
+}
+
+// Bcast and reduce of ints, of a dense derived type (two ints) and of a gapped one (an int
+// every 8 bytes), from the first and the last rank, in place at the root or not: the whole
+// buffer, gaps included, as PMPI's. `single`: whether the steps must have run single copy (the
+// gapped reduce never does: its sums would overwrite the root's gaps).
+void rooted_match_pmpi(shm::Segment& seg, bool single) {
+  const auto [me, p] = World();
+  MPI_Datatype pair = MPI_DATATYPE_NULL, gapped = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  MPI_Type_create_resized(MPI_INT, 0, 8, &gapped);
+  MPI_Type_commit(&pair);
+  MPI_Type_commit(&gapped);
+  MPI_Op add = MPI_OP_NULL;
+  MPI_Op_create(add_ints, 1, &add);
+  const int64_t n = 400009;  // 1.6 MB of ints: two rounds of the copy-in form
+  for (MPI_Datatype t : {MPI_INT, pair, gapped}) {
+    const TypeInfo ti = type_info(t);
+    const int ints = t == MPI_INT ? 1 : 2;  // ints per element
+    const char* name = t == MPI_INT ? "int" : t == pair ? "pair" : "gapped";
+    const MPI_Op op = t == MPI_INT ? MPI_SUM : add;
+    for (int root : {0, p - 1}) {
+      std::vector<int> mine(n * ints);
+      for (size_t j = 0; j < mine.size(); ++j) mine[j] = static_cast<int>((j * 31 + me * 1000003 + root) % 2000001) - 1000000;
+      // bcast: the root's values, the others' buffers pre-filled (gaps must stay as they were)
+      std::vector<int> want(n * ints, -5), got(n * ints, -5);
+      if (me == root) want = mine, got = mine;
+      ASSERT_EQ(PMPI_Bcast(want.data(), static_cast<int>(n), t, root, MPI_COMM_WORLD), MPI_SUCCESS);
+      ShmArgs b{nullptr, reinterpret_cast<char*>(got.data()), false, n, root, {}, {}, &ti, MPI_OP_NULL};
+      EXPECT_EQ(run(seg, sched::Kind::Bcast, b) == 1, single) << "bcast " << name;
+      ASSERT_EQ(got, want) << "bcast " << name << " root " << root;
+      // reduce
+      std::vector<int> rwant(n * ints, -5);
+      ASSERT_EQ(PMPI_Reduce(mine.data(), rwant.data(), static_cast<int>(n), t, op, root, MPI_COMM_WORLD), MPI_SUCCESS);
+      for (bool in_place : {false, true}) {
+        const bool here = in_place && me == root;
+        std::vector<int> rgot(n * ints, -5);
+        const int data = t == pair ? 2 : 1;  // ints of an element's data (the gapped one: the first)
+        if (here)
+          for (size_t j = 0; j < mine.size(); j += ints) std::copy_n(mine.begin() + j, data, rgot.begin() + j);
+        ShmArgs r{here ? nullptr : reinterpret_cast<const char*>(mine.data()), reinterpret_cast<char*>(rgot.data()), here,
+                  n, root, {}, {}, &ti, op};
+        EXPECT_EQ(run(seg, sched::Kind::Reduce, r) == 1, single && t != gapped) << "reduce " << name;
+        if (me == root) {
+          ASSERT_EQ(rgot, rwant) << "reduce " << name << " root " << root << " in_place " << in_place;
+        } else {
+          EXPECT_EQ(rgot, std::vector<int>(n * ints, -5)) << "a non-root's buffer written";
+        }
+      }
+    }
+  }
+  MPI_Op_free(&add);
+  MPI_Type_free(&pair);
+  MPI_Type_free(&gapped);
+}
+
+TEST(ShmSingle, BcastAndReduceMatchPmpi) {
+  auto seg = open_world(false);
+  ASSERT_TRUE(seg);
+  if (!seg->cma()) GTEST_SKIP() << "this machine refuses process_vm_readv between the ranks";
+  rooted_match_pmpi(*seg, true);
+}
+
+// Arbitrary floats: the single-copy reduce folds each element in the copy-in form's order (the
+// root's, then root-1, root-2, ...), whichever member folds it, so both give the same bits.
+TEST(ShmSingle, ReduceSameBitsAsCopyIn) {
+  auto seg = open_world(false);
+  ASSERT_TRUE(seg);
+  if (!seg->cma()) GTEST_SKIP() << "this machine refuses process_vm_readv between the ranks";
+  const auto [me, p] = World();
+  const TypeInfo ti = type_info(MPI_FLOAT);
+  const int64_t n = 300007;
+  std::mt19937 gen(99 + me);
+  std::uniform_real_distribution<float> d(-1e3f, 1e3f);
+  std::vector<float> in(n), single(n, 0.f), copyin(n, 1.f);
+  for (float& x : in) x = d(gen);
+  const int root = p - 1;
+  for (bool sc : {true, false}) {
+    ShmArgs a{reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(sc ? single.data() : copyin.data()), false,
+              n, root, {}, {}, &ti, MPI_SUM};
+    a.single_copy = sc;
+    EXPECT_EQ(run(*seg, sched::Kind::Reduce, a) == 1, sc);
+  }
+  if (me == root) {
+    ASSERT_EQ(std::memcmp(single.data(), copyin.data(), single.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(ShmSingle, ReduceScatterMatchesPmpi) {
   auto seg = open_world(false);
   ASSERT_TRUE(seg);
@@ -176,6 +278,7 @@ TEST(ShmSingle, OneRankRefusedMeansCopyInEverywhere) {
   EXPECT_FALSE(seg->cma());
   reduce_scatter_matches_pmpi(*seg, false);
   allgatherv_matches_pmpi(*seg, false);
+  rooted_match_pmpi(*seg, false);
 }
 
 }  // namespace

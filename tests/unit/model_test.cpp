@@ -134,8 +134,9 @@ TEST(Model, TwoLevelAllreduceByHand) {
 // Allreduce: shard S = 2048 values, piece Q = 1024 values, records of Q = 2 x (4 + 512) = 1032 B.
 //   reduce-scatter in the node, ring, 16384 B: 1000 + 8192 + 8192 x 0.5 = 13288
 //   all-to-all across, pairwise, 1032 B each: 10000 + 1032 x 20 = 30640
-//   allgatherv across, ring, 2 x 1032 B: 30640;  allgatherv in the node, 2 x 8192 B: 9192
-//   quantize S + Q = 3072, dequantize-add 2 x Q + dequantize S = 2048 x 0.5 + 2048 x 0.5 = 2048
+//   allgatherv across, ring, 2 x 1032 B: 30640;  allgatherv of the shards' records in the node,
+//   2 x 2064 B: 1000 + 2064 = 3064
+//   quantize S + Q = 3072, dequantize-add 2 x Q = 1024, dequantize all 4096 values: 2048
 // Reduce_scatter_block: 1024 per rank; node reduce-scatter of 2 x 2048 values 13288, all-to-all
 //   30640, quantize 2048 + dequantize-add 2048 x 0.5: 47000.
 // Allgather: 1024 per rank; across 30640, in the node 2 x 2064 B: 1000 + 2064 = 3064; quantize
@@ -151,49 +152,50 @@ TEST(ModelQuant, CostsByHand) {
   const topo::Shape s = model::two_level(2, 2);
   EXPECT_EQ(model::quant_record_bytes(1024, 512, 8), 1032);
   EXPECT_EQ(model::quant_record_bytes(1025, 512, 4), 2 * 260 + 5);  // an odd last block of one value
-  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512), 13288.0 + 30640 + 30640 + 9192 + 3072 + 2048);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512), 13288.0 + 30640 + 30640 + 3064 + 3072 + 1024 + 2048);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::ReduceScatterBlock, 16384, 4, s, m, 8, 512), 47000.0);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 16384, 4, s, m, 8, 512), 36776.0);
   EXPECT_EQ(model::quant_cost(Coll::Bcast, 16384, 4, s, m, 8, 512), 0.0);  // no quantized schedule
   // A step overhead counts once per communication step (4 for the allreduce).
   model::Model o = m;
   o.step_overhead_ns = 100;
-  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, o, 8, 512), 88880.0 + 400);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, o, 8, 512), 83776.0 + 400);
 }
 
 // The allreduce of CostsByHand pipelined in 2 chunks of 2048 floats (4 blocks each; shard 1024,
 // piece 512 values, records of the piece 4 + 512 = 516 B), costed from its waves (overlap 1: a
-// wave costs its CPU work plus its slower level). A chunk's 8 stages:
+// wave costs its CPU work plus its slower level). A chunk's 9 stages:
 //   0 reduce-scatter in the node, ring, 8192 B: 1000 + 4096 (node) + 4096 x 0.5 = 2048 (CPU)
 //   1 quantize 1024 values: 1024    2 all-to-all across, 2 x 516 B: 10000 + 516 x 20 = 20320
 //   3 dequantize-add 2 x 512: 512   4 quantize 512: 512    5 allgatherv across, 2 x 516 B: 20320
-//   6 dequantize 1024: 512          7 allgatherv in the node, 8192 B: 1000 + 4096 = 5096
+//   6 allgatherv of the records in the node, 2 x 1032 B: 1000 + 1032 = 2032
+//   7, 8 dequantize each shard, 1024 values: 512 each
 // Wave w runs stage w of chunk 0 and stage w - 1 of chunk 1:
 //   w0 2048 + 5096 = 7144   w1 1024 + 2048 + 5096 = 8168   w2 20320 + 1024 = 21344
 //   w3 512 + 20320 = 20832  w4 512 + 512 = 1024            w5 20320 + 512 = 20832
-//   w6 512 + 20320 = 20832  w7 5096 + 512 = 5608           w8 5096
-// 110880 in all: more than unchunked (88880), latency-bound at this size, so the planner keeps
+//   w6 max(2032, 20320) = 20320  w7 512 + 2032 = 2544  w8 512 + 512 = 1024  w9 512
+// 103744 in all: more than unchunked (83776), latency-bound at this size, so the planner keeps
 // 1 chunk when the model offers both, and takes 2 when HIER_CHUNK names them.
 TEST(ModelQuant, PipelinedAllreduceByHand) {
   const model::Model m = quant_model();
   const topo::Shape s = model::two_level(2, 2);
-  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 2), 110880.0);
-  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 1), 88880.0);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 2), 103744.0);
+  EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 8, 512, 1), 83776.0);
   config::Config cfg = model_testing::messages();
   cfg.quant[static_cast<size_t>(Coll::Allreduce)] = config::Quant::Int8;
   cfg.algo[static_cast<size_t>(Coll::Allreduce)] = config::Algo::Hier;
   cfg.chunk_bytes = 8192;  // HIER_CHUNK=8k: 2 chunks of 4 blocks
   model::Plan p = model::plan({Coll::Allreduce, 16384, 4}, s, m, cfg);
   EXPECT_EQ(p.quant_chunks, 2);
-  EXPECT_DOUBLE_EQ(p.quant_ns, 110880.0);
-  EXPECT_NE(model::describe(p).find("quantized, 2 chunks, predicted 0.111 ms"), std::string::npos) << model::describe(p);
+  EXPECT_DOUBLE_EQ(p.quant_ns, 103744.0);
+  EXPECT_NE(model::describe(p).find("quantized, 2 chunks, predicted 0.104 ms"), std::string::npos) << model::describe(p);
   // HIER_CHUNK=auto: 1 and the model's candidates, the cheapest.
   model::Model offers = m;
   offers.chunk_bytes[static_cast<size_t>(Coll::Allreduce)] = {8192};
   cfg.chunk_bytes = -1;
   p = model::plan({Coll::Allreduce, 16384, 4}, s, offers, cfg);
   EXPECT_EQ(p.quant_chunks, 1);
-  EXPECT_DOUBLE_EQ(p.quant_ns, 88880.0);
+  EXPECT_DOUBLE_EQ(p.quant_ns, 83776.0);
   // Chunks are whole blocks: HIER_CHUNK=1k asks for 16 but 8 blocks give at most 8 chunks; the
   // allgather is never pipelined.
   cfg.chunk_bytes = 1024;
@@ -209,8 +211,9 @@ TEST(ModelQuant, PipelinedAllreduceByHand) {
 // Reduce_scatter_block int8: 13288 + 30640 as above, quantize 2048 x 1 + dequantize-add 2048 x 1:
 //   48024 (the plain dequantize does not enter). Allgather int8: dequantize only: 36776 as above.
 // Allreduce int4: records of Q = 1024 values are 2 x (4 + 256) = 520 B: all-to-all and
-//   allgatherv across 10000 + 520 x 20 = 20400 each; node steps 13288 + 9192; quantize
-//   S + Q = 3072 x 2 = 6144, dequantize-add N x Q = 2048 x 1.5 = 3072, dequantize S = 2048 x 1.
+//   allgatherv across 10000 + 520 x 20 = 20400 each; node steps 13288 + (records of S, 2 x 1040 B)
+//   2040; quantize S + Q = 3072 x 2 = 6144, dequantize-add N x Q = 2048 x 1.5 = 3072, dequantize
+//   all 4096 values x 1 = 4096.
 TEST(ModelQuant, RatesPerFormatAndKind) {
   model::Model m = quant_model();
   m.quant(8) = {0.25, 0.125, 0.25};
@@ -219,7 +222,7 @@ TEST(ModelQuant, RatesPerFormatAndKind) {
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::ReduceScatterBlock, 16384, 4, s, m, 8, 512), 48024.0);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allgather, 16384, 4, s, m, 8, 512), 36776.0);
   EXPECT_DOUBLE_EQ(model::quant_cost(Coll::Allreduce, 16384, 4, s, m, 4, 512),
-                   13288.0 + 20400 + 20400 + 9192 + 6144 + 3072 + 2048);
+                   13288.0 + 20400 + 20400 + 2040 + 6144 + 3072 + 4096);
 }
 
 // The allgather costed by its element size (it was float32 whatever the type). 16384 B of
