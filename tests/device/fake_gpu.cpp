@@ -275,3 +275,16 @@ FAKE_PMPI(PMPI_Ireduce_scatter_block,
           (const void* s, void* r, int rn, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q), (s, r, rn, t, op, c, q))
 FAKE_PMPI(PMPI_Testall, (int n, MPI_Request* q, int* f, MPI_Status* s), (n, q, f, s))
 }  // extern "C"
+
+// The quantized schedules' exchange of records (sched/build_quant.cpp), which a device binding
+// hands device pointers: blocking, and nonblocking in pipelined waves.
+extern "C" {
+FAKE_PMPI(PMPI_Alltoallv,
+          (const void* s, const int* sn, const int* sd, MPI_Datatype st, void* r, const int* rn, const int* rd,
+           MPI_Datatype rt, MPI_Comm c),
+          (s, sn, sd, st, r, rn, rd, rt, c))
+FAKE_PMPI(PMPI_Ialltoallv,
+          (const void* s, const int* sn, const int* sd, MPI_Datatype st, void* r, const int* rn, const int* rd,
+           MPI_Datatype rt, MPI_Comm c, MPI_Request* q),
+          (s, sn, sd, st, r, rn, rd, rt, c, q))
+}  // extern "C"
