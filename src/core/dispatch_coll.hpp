@@ -14,6 +14,7 @@
 #include "core/colls.hpp"
 #include "core/wrap.hpp"
 #include "device/runtime_copy.hpp"
+#include "dtype/signature.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/context.hpp"
 #include "exec/device_steps.hpp"
@@ -109,12 +110,20 @@ inline const char* hier_device_key(const MPI_Request* req) {
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
 // memory of a dense type, and a reduction has a kernel. A local choice (the schedule is the same
-// whatever the binding): otherwise the rank stages, or runs on its host buffers.
+// whatever the binding): otherwise the rank stages, or runs on its host buffers. A call that may
+// run quantized (HIER_QUANT on its collective) stages where the module has no quantization
+// kernels for its values (MPIX_C_FLOAT16) or HIER_QUANT_CHECK is on (the check's copies and
+// comparison are host code).
 template <Fn B, class... Args>
 bool binds_device(const coll_device::Shape& s, const Args&... a) {
   for (int i = 0; i < s.n; ++i)
     if (s.used(i) && (device::classify(*s.buf[i].slot) != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
       return false;
+  if (config::get().quant_for(s.coll) != config::Quant::Off) {
+    const MPI_Datatype elem = B == Fn::Allgather ? dtype::signature_elem(s.type) : s.type;
+    if (exec::quant_elem(elem) && (!exec::device_quantizable(elem) || config::get().quant_check_every > 0))
+      return false;
+  }
   // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
   // position, since MPICH's handles are all ints.
   if constexpr (kReductions<B>) return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
@@ -144,7 +153,9 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
         device::note_untouched(kind, config::coll_key(s.coll));
         return passthrough(fwd);
       }
-      device::note_untouched(kind, hier_device_key(req));
+      // Quantized calls on device buffers are blocking ones (their nonblocking forms go to the MPI).
+      const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;
+      device::note_untouched(kind, quantized ? "hier_device_quant" : hier_device_key(req));
       return {ran->rc, ran->algo};
     }
   }

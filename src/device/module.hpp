@@ -18,7 +18,7 @@
 namespace hier::device {
 
 // Bumped whenever the table or a type in it changes: a module of another version is refused.
-inline constexpr uint32_t kModuleAbi = 1;
+inline constexpr uint32_t kModuleAbi = 2;
 
 // The quantization formats' element types (quant/format.hpp owns the records' layout).
 enum class QuantType : uint8_t { F32, F64 };
@@ -56,6 +56,10 @@ struct ModuleTable {
   // out[i] = value i (add == 0), or out[i] += value i (add != 0).
   int (*dequantize)(int bits, QuantType t, const void* records, int64_t n, int64_t block, void* out, int add,
                     void* s);
+  // Error feedback (quant::feedback_block): r[i] = x[i] - value i of the records, 0 where not
+  // finite (the quantized schedules' Quantize step on device buffers, exec/executor.cpp).
+  int (*feedback)(int bits, QuantType t, const void* records, const void* x, int64_t n, int64_t block, void* r,
+                  void* s);
 };
 
 // The one symbol a module exports: its table for ABI version `abi`, or null (another version,

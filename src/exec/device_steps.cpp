@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "config/config.hpp"
 #include "device/module.hpp"
@@ -37,6 +38,40 @@ int DeviceOps::reduce(const void* in, void* inout, int64_t n, MPI_Datatype t, MP
   auto* m = static_cast<const device::ModuleTable*>(table_);
   return mpi_rc(m->reduce(*ro, *et, in, inout, n, stream_));
 }
+
+namespace {
+std::optional<device::QuantType> quant_type_of(MPI_Datatype t) {
+  if (t == MPI_FLOAT) return device::QuantType::F32;
+  if (t == MPI_DOUBLE) return device::QuantType::F64;
+  return std::nullopt;
+}
+}  // namespace
+
+int DeviceOps::quantize(int bits, MPI_Datatype t, const void* x, int64_t n, int64_t block, void* records) const {
+  const auto qt = quant_type_of(t);
+  if (!qt) return MPI_ERR_TYPE;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  int64_t bad = 0;  // blocks sent as NaN: every rank dequantizes them alike, as on the host
+  return mpi_rc(m->quantize(bits, *qt, x, n, block, records, &bad, stream_));
+}
+
+int DeviceOps::dequantize(int bits, MPI_Datatype t, const void* records, int64_t n, int64_t block, void* out,
+                          bool add) const {
+  const auto qt = quant_type_of(t);
+  if (!qt) return MPI_ERR_TYPE;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->dequantize(bits, *qt, records, n, block, out, add ? 1 : 0, stream_));
+}
+
+int DeviceOps::feedback(int bits, MPI_Datatype t, const void* records, const void* x, int64_t n, int64_t block,
+                        void* r) const {
+  const auto qt = quant_type_of(t);
+  if (!qt) return MPI_ERR_TYPE;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->feedback(bits, *qt, records, x, n, block, r, stream_));
+}
+
+bool device_quantizable(MPI_Datatype t) { return quant_type_of(t).has_value(); }
 
 int DeviceOps::sync() const {
   auto* m = static_cast<const device::ModuleTable*>(table_);

@@ -25,6 +25,13 @@ class DeviceOps {
   // inout[i] = in[i] op inout[i] on device memory; MPI_ERR_OP for a pair without a kernel.
   int reduce(const void* in, void* inout, int64_t n, MPI_Datatype t, MPI_Op op) const;
   int sync() const;  // waits until everything queued is done
+  // The quantization steps of quantized schedules (quant/kernels.hpp) on device memory, values
+  // of `t` (device_quantizable): records of `bits` in blocks of `block` values. quantize
+  // synchronizes the stream; dequantize adds onto out where `add`; feedback writes the error
+  // feedback's residual r = x - deq(records), 0 where not finite.
+  int quantize(int bits, MPI_Datatype t, const void* x, int64_t n, int64_t block, void* records) const;
+  int dequantize(int bits, MPI_Datatype t, const void* records, int64_t n, int64_t block, void* out, bool add) const;
+  int feedback(int bits, MPI_Datatype t, const void* records, const void* x, int64_t n, int64_t block, void* r) const;
 
  private:
   friend const DeviceOps* device_ops();
@@ -37,6 +44,8 @@ const DeviceOps* device_ops();
 
 // Whether a reduction of (t, op) has a kernel in the module (device/reduce_mpi.hpp).
 bool device_reducible(MPI_Datatype t, MPI_Op op);
+// Whether the module quantizes values of t (MPI_FLOAT, MPI_DOUBLE; not MPIX_C_FLOAT16).
+bool device_quantizable(MPI_Datatype t);
 
 // Set by the collectives' dispatch (core/dispatch_coll.hpp) around a blocking call on a
 // Context::device_hier communicator whose used buffers on this rank are all device memory of

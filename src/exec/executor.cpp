@@ -99,8 +99,7 @@ int quant_local(const sched::Step& s, const sched::Schedule& sc, char* src, char
 }  // namespace
 
 // Local steps on device buffers: queued on the module's stream (flush() waits for them). Only
-// dense types are bound on the device (the dispatch stages others), so a copy is bytes; the
-// quantization steps never run here (a device_hier context plans no quantized schedule).
+// dense types are bound on the device (the dispatch stages others), so a copy is bytes.
 int Machine::device_local(const sched::Step& s) {
   queued_ = true;
   const int64_t unit = b_.info ? b_.info->size : b_.stride;
@@ -108,6 +107,43 @@ int Machine::device_local(const sched::Step& s) {
   if (s.kind == Kind::Copy) return b_.dev->copy(at(s.dst), at(s.src), s.count * unit);
   if (s.kind == Kind::LoadBlock) return b_.blocks->load(s.block, at(s.dst), s.count * b_.stride);
   if (s.kind == Kind::StoreBlock) return b_.blocks->store(s.block, at(s.src), s.count * b_.stride);
+  return device_quant(s);
+}
+
+// The quantization steps on device buffers, as the module's kernels: the same bits as
+// quant_local above. Quantize with error feedback: the call site's residual (host memory, kept
+// across calls whatever the binding) goes to its device copy, x += r, the records, then
+// r = x - deq(records) and back to the host; flush() waits for all of it before the records
+// cross. DequantizeReduce: the first part dequantized, the others added in order (the host
+// adds the first onto zeros: the same bits, since no dequantized value is -0).
+int Machine::device_quant(const sched::Step& s) {
+  const int64_t n = s.count, B = s_.quant_block, esz = b_.info->size;
+  const int bits = s_.quant_bits;
+  const DeviceOps& d = *b_.dev;
+  if (n <= 0) return MPI_SUCCESS;
+  switch (s.kind) {
+    case Kind::Quantize: {
+      char* x = at(s.src);
+      char* r = s.residual >= 0 && b_.residual ? b_.residual + s.residual * esz : nullptr;
+      char* rd = r ? b_.residual_dev + s.residual * esz : nullptr;
+      if (r && !b_.residual_dev) return MPI_ERR_INTERN;
+      int rc = MPI_SUCCESS;
+      if (rd && (rc = d.copy(rd, r, n * esz)) == MPI_SUCCESS) rc = d.reduce(rd, x, n, b_.type, MPI_SUM);
+      if (rc == MPI_SUCCESS) rc = d.quantize(bits, b_.type, x, n, B, at(s.dst));
+      if (rd && rc == MPI_SUCCESS && (rc = d.feedback(bits, b_.type, at(s.dst), x, n, B, rd)) == MPI_SUCCESS)
+        rc = d.copy(r, rd, n * esz);
+      return rc;
+    }
+    case Kind::Dequantize: return d.dequantize(bits, b_.type, at(s.src), n, B, at(s.dst), false);
+    case Kind::DequantizeReduce: {
+      if (s.parts < 1) return MPI_ERR_INTERN;
+      int rc = MPI_SUCCESS;
+      for (int k = 0; k < s.parts && rc == MPI_SUCCESS; ++k)
+        rc = d.dequantize(bits, b_.type, at(s.src) + k * s.part_bytes, n, B, at(s.dst), k > 0);
+      return rc;
+    }
+    default: break;
+  }
   return MPI_ERR_INTERN;
 }
 

@@ -38,6 +38,10 @@ struct Binding {
   // site's residual (Schedule::residual values of `type`; null: no error feedback this call).
   char* records = nullptr;
   char* residual = nullptr;
+  // A quantized schedule bound on the device: device memory for the residual's values (as many
+  // as `residual`'s), which a Quantize step fills from the host residual, updates with the
+  // module's kernels and copies back (exec/quant_call.cpp reserves it at the miss).
+  char* residual_dev = nullptr;
   // Where each buffer lives, indexed by sched::Buf (Send, Recv, Scratch, Records): a Device
   // buffer goes as it is to the (GPU-aware) MPI in level steps, and local steps on it run as
   // `dev`'s kernels (exec/device_steps.hpp); host code never reads it. `tmp` must then be device
@@ -103,6 +107,7 @@ class Machine {
   int issue(const sched::Step& st, Pending* pd, size_t slot);
   int local(const sched::Step& st);
   int device_local(const sched::Step& st);
+  int device_quant(const sched::Step& st);
   char* at(const sched::Ref& r) const;
   bool on_device(const sched::Ref& r) const { return b_.loc[static_cast<int>(r.buf)] == Loc::Device; }
 };

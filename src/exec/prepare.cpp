@@ -91,9 +91,6 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   if (!model::worth_building(call, gate(coll), cfg)) return std::nullopt;
   Context* ctx = context_of(comm);
   if (!ctx || !ctx->levels || ctx->device_to_mpi) return std::nullopt;
-  // Schedules that may be bound to device buffers run exact: the quantization steps have no
-  // device form in the executor yet (exec/device_steps.hpp). Agreed: the context's, not the call's.
-  quantizable = call.quantizable = quantizable && !ctx->device_hier;
   const auto key = std::make_tuple(static_cast<int>(coll), bytes, elem_size, quantizable, nonblocking);
   auto it = ctx->plans.find(key);
   if (it == ctx->plans.end()) {

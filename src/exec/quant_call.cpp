@@ -25,6 +25,10 @@ int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 int64_t records_at(const sched::Schedule& s, const TypeInfo& t) { return align64(s.scratch * t.size); }
 int64_t check_at(const sched::Schedule& s, const TypeInfo& t) { return align64(records_at(s, t) + s.records); }
 int64_t memory_bytes(const sched::Schedule& s, const TypeInfo& t, int64_t check) { return check_at(s, t) + check; }
+// On a device binding (exec/device_steps.hpp), the same values and records in device memory,
+// then the device copy of the residual where the check's copies would be (a call bound on the
+// device is never checked: the dispatch stages those, core/dispatch_coll.hpp).
+int64_t device_bytes(const sched::Schedule& s, const TypeInfo& t) { return check_at(s, t) + s.residual * t.size; }
 
 // Record bytes this rank sends to other nodes in the schedule's steps across nodes.
 int64_t cross_bytes_sent(const sched::Schedule& s, const topo::Levels& lv) {
@@ -50,10 +54,10 @@ void note_check_elem(const quant::Site& site, MPI_Datatype elem, const void* got
 }
 
 
-// The allgather's blocks, once `q` is where it stays (they refer to its types).
-void make_blocks(QuantCall& q) {
+// The allgather's blocks, once `q` is where it stays (they refer to its types); dev: on the device.
+void make_blocks(QuantCall& q, const DeviceOps* dev = nullptr) {
   if (q.coll == Coll::Allgather)
-    q.blocks = std::make_unique<AgBlocks>(q.src, q.scount, q.st, q.recv, q.block_stride, q.rcount, q.rt);
+    q.blocks = std::make_unique<AgBlocks>(q.src, q.scount, q.st, q.recv, q.block_stride, q.rcount, q.rt, dev);
 }
 
 // The Binding of q's schedule on memory `mem` (memory_bytes of q's layout).
@@ -126,18 +130,26 @@ int finish(QuantCall& q, char* chk, bool request) {
   return MPI_SUCCESS;
 }
 
-// The blocking call: q's schedule on the context's memory, reserved at the miss.
+// The blocking call: q's schedule on the context's memory, reserved at the miss. Bound on the
+// device (device_call(): the user's buffers are device memory): its values, records and
+// residual copy in the context's device scratch, the steps as the module's kernels.
 int run_blocking(QuantCall& q) {
   Context* ctx = q.ctx;
-  char* mem = ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes)));
+  const bool on_device = device_call();
+  char* mem = on_device ? ctx->dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
+                        : ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes)));
   if (!mem) return MPI_ERR_NO_MEM;
-  char* chk = mem + check_at(*q.s, q.t);
-  make_blocks(q);
-  int rc = begin(q, chk);
+  char* chk = on_device ? nullptr : mem + check_at(*q.s, q.t);
+  make_blocks(q, on_device ? device_ops() : nullptr);
+  int rc = begin(q, chk);  // (never checked on the device: the dispatch stages checked calls)
   if (rc != MPI_SUCCESS) return rc;
   Binding b;
   bind(b, q, mem);
   b.tmp = &ctx->tmp;
+  if (on_device) {
+    bind_device(b, *ctx);
+    b.residual_dev = mem + check_at(*q.s, q.t);
+  }
   rc = run(*q.s, *ctx->levels, b);
   if (rc == MPI_SUCCESS) return finish(q, chk, false);
   if (q.exact != MPI_REQUEST_NULL) PMPI_Wait(&q.exact, MPI_STATUS_IGNORE);  // every rank started it
@@ -198,7 +210,7 @@ std::shared_ptr<const sched::Schedule> quant_schedule(Prepared& p, const sched::
                                                       bool both) {
   return schedule(p, key, build, [&](const sched::Schedule& s) {
     return p.ctx->scratch.get(static_cast<size_t>(memory_bytes(s, t, check_bytes))) != nullptr &&
-           reserve(s, *p.ctx->levels, &t, &p.ctx->tmp);
+           reserve(s, *p.ctx->levels, &t, &p.ctx->tmp) && reserve_device(*p.ctx, s, device_bytes(s, t), &t);
   }, variant, both);
 }
 

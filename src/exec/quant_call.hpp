@@ -30,11 +30,17 @@ int64_t kb();
 // place) in its own type; block r of the result unpacked into recvbuf in the receive type.
 class AgBlocks final : public Blocks {
  public:
+  // dev: the blocks are device memory of dense types (a device binding), copied by the module.
   AgBlocks(const char* src, int64_t scount, const TypeInfo& st, char* recv, int64_t stride, int64_t rcount,
-           const TypeInfo& rt)
-      : src_(src), scount_(scount), st_(st), recv_(recv), stride_(stride), rcount_(rcount), rt_(rt) {}
-  int load(int, char* dst, int64_t) override { return pack(src_, scount_, st_, dst); }
-  int store(int block, const char* src, int64_t) override { return unpack(src, rcount_, rt_, recv_ + block * stride_); }
+           const TypeInfo& rt, const DeviceOps* dev = nullptr)
+      : src_(src), scount_(scount), st_(st), recv_(recv), stride_(stride), rcount_(rcount), rt_(rt), dev_(dev) {}
+  int load(int, char* dst, int64_t) override {
+    return dev_ ? dev_->copy(dst, src_, scount_ * st_.size) : pack(src_, scount_, st_, dst);
+  }
+  int store(int block, const char* src, int64_t) override {
+    char* to = recv_ + block * stride_;
+    return dev_ ? dev_->copy(to, src, rcount_ * rt_.size) : unpack(src, rcount_, rt_, to);
+  }
 
  private:
   const char* src_;
@@ -43,6 +49,7 @@ class AgBlocks final : public Blocks {
   char* recv_;
   int64_t stride_, rcount_;
   const TypeInfo& rt_;
+  const DeviceOps* dev_;
 };
 
 // Everything a quantized call's entry point decided (quant_allreduce, quant_reduce_scatter,

@@ -193,6 +193,12 @@ __global__ void dequantize_kernel(const unsigned char* in, int64_t n, int64_t b,
     quant::dequantize_block<kBits, kAdd>(in + quant::record_offset(k, b, kBits), quant::block_len(k, n, b), out + k * b);
 }
 
+template <int kBits, class T>
+__global__ void feedback_kernel(const unsigned char* in, const T* x, int64_t n, int64_t b, T* r) {
+  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
+    quant::feedback_block<kBits>(in + quant::record_offset(k, b, kBits), x + k * b, quant::block_len(k, n, b), r + k * b);
+}
+
 // One counter of bad blocks in device memory, for every quantize call (they take turns).
 std::mutex g_bad_mu;
 unsigned long long* g_bad = nullptr;
@@ -244,6 +250,23 @@ int dequantize(int bits, device::QuantType t, const void* in, int64_t n, int64_t
   return dequantize_t<double>(bits, in, n, b, out, add != 0, static_cast<Stream>(s));
 }
 
+template <class T>
+int feedback_t(int bits, const void* in, const void* x, int64_t n, int64_t b, void* r, Stream s) {
+  const auto* i = static_cast<const unsigned char*>(in);
+  const T* xt = static_cast<const T*>(x);
+  T* rt = static_cast<T*>(r);
+  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  return bits == 8 ? launch(feedback_kernel<8, T>, grid, kThreads, s, i, xt, n, b, rt)
+                   : launch(feedback_kernel<4, T>, grid, kThreads, s, i, xt, n, b, rt);
+}
+
+int feedback(int bits, device::QuantType t, const void* in, const void* x, int64_t n, int64_t b, void* r, void* s) {
+  if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
+  if (n == 0) return 0;
+  if (t == device::QuantType::F32) return feedback_t<float>(bits, in, x, n, b, r, static_cast<Stream>(s));
+  return feedback_t<double>(bits, in, x, n, b, r, static_cast<Stream>(s));
+}
+
 // ---- memory and streams ----------------------------------------------------------------------
 
 int alloc(void** p, size_t n) { return static_cast<int>(GPU(Malloc)(p, n ? n : 1)); }
@@ -269,7 +292,7 @@ constexpr const char* kName = "cuda";
 #endif
 
 const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stream_create, stream_destroy, sync,
-                                 copy, upload, discard, pack, unpack, reduce, quantize, dequantize};
+                                 copy, upload, discard, pack, unpack, reduce, quantize, dequantize, feedback};
 
 }  // namespace
 }  // namespace hier::gpu

@@ -238,6 +238,24 @@ HIER_HD inline void dequantize_block(const unsigned char* __restrict__ rec, int6
   dequantize_values<kBits, kAdd>(static_cast<typename FloatBits<T>::C>(load_scale(rec)), rec + 4, n, out);
 }
 
+// Error feedback of one block (float and double): r[i] = x[i] - (value i of the record at rec),
+// and 0 where that difference is not finite (a block sent as NaN must not poison later calls).
+// The same bits as dequantizing into r and subtracting in T, which the host executor does
+// (exec/executor.cpp); x - v is spelled x + (-v): one IEEE operation, negation is exact.
+template <int kBits, class T>
+HIER_HD inline void feedback_block(const unsigned char* __restrict__ rec, const T* __restrict__ x, int64_t n,
+                                   T* __restrict__ r) {
+  using U = typename FloatBits<T>::U;
+  dequantize_block<kBits, false>(rec, n, r);
+  for (int64_t i = 0; i < n; ++i) {
+    T d = add_rn(x[i], -r[i]);
+    U b;
+    memcpy(&b, &d, sizeof(T));
+    if ((b & FloatBits<T>::kAbsMask) >= FloatBits<T>::kExpAll) d = T(0);
+    r[i] = d;
+  }
+}
+
 // The fused dequantize-reduce of one block into 16-bit values (or any T): out[i] = the sum over
 // the `parts` records rec + k * stride (k = 0, 1, ... in that order) of q_i * s_k, summed in float
 // from +0 (in chunks of kChunk values on the stack) and rounded to T once at the end. Every rank

@@ -85,7 +85,7 @@ if need and algos.get(need, {}).get("calls", 0) < 1:
 # GPU-aware (none in these runs), adding up to the calls.
 by_path = dev["device"].get("by_path", {})
 staged_calls = sum(n for k, n in by_call.items() if k.startswith("staged"))
-hier_calls = by_call.get("hier_device", 0)
+hier_calls = sum(n for k, n in by_call.items() if k.startswith("hier_device"))
 kernel_calls = sum(n for k, n in by_call.items() if k.startswith("kernel"))
 want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls - hier_calls - kernel_calls,
              "passed": 0, "kernels": kernel_calls, "hier_device": hier_calls}

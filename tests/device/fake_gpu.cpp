@@ -283,7 +283,8 @@ FAKE_PMPI(PMPI_Testall, (int n, MPI_Request* q, int* f, MPI_Status* s), (n, q, f
 // The start of a persistent collective the MPI runs itself (MPICH may move data inside it).
 FAKE_PMPI(PMPI_Start, (MPI_Request* q), (q))
 FAKE_PMPI(PMPI_Startall, (int n, MPI_Request* q), (n, q))
-// The alltoall schedules' level steps (blocking and nonblocking).
+// The alltoall schedules' level steps, and the quantized schedules' exchange of records
+// (sched/build_quant.cpp; blocking, and nonblocking in pipelined waves).
 FAKE_PMPI(PMPI_Alltoallv,
           (const void* s, const int* sn, const int* sd, MPI_Datatype st, void* r, const int* rn, const int* rd,
            MPI_Datatype rt, MPI_Comm c),

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -211,6 +212,18 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
   ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
   ASSERT_EQ(mod().sync(nullptr), 0);
   EXPECT_EQ(dout.get(), bytes_of(out));
+  // Error feedback: the residual x - deq(q(x)), non-finite differences dropped, as the host
+  // executor computes it (exec/executor.cpp's Quantize step).
+  std::vector<T> r(static_cast<size_t>(n));
+  quant::dequantize(want.data(), n, block, bits, r.data());
+  for (size_t i = 0; i < r.size(); ++i) {
+    r[i] = x[i] - r[i];
+    if (!std::isfinite(static_cast<double>(r[i]))) r[i] = T(0);
+  }
+  DeviceBuffer dr(r.size() * sizeof(T));
+  ASSERT_EQ(mod().feedback(bits, qt, drec.p, dx.p, n, block, dr.p, nullptr), 0);
+  ASSERT_EQ(mod().sync(nullptr), 0);
+  EXPECT_EQ(dr.get(), bytes_of(r)) << "residuals differ: bits " << bits << " n " << n << " block " << block;
 }
 
 TEST(Module, Quantization) {
@@ -223,6 +236,7 @@ TEST(Module, Quantization) {
       }
   int64_t bad = 0;
   EXPECT_NE(mod().quantize(3, device::QuantType::F32, nullptr, 8, 64, nullptr, &bad, nullptr), 0) << "bits 3 refused";
+  EXPECT_NE(mod().feedback(3, device::QuantType::F32, nullptr, nullptr, 8, 64, nullptr, nullptr), 0) << "bits 3 refused";
 }
 
 }  // namespace

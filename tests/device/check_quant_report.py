@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Checks rank 0's finalize report of a device_quant run (tests/device/quant_test.cpp): which path
+the collectives on device buffers took, and that the quantized ones ran quantized."""
+import json
+import sys
+
+path, mode = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    rep = json.load(f)
+dev = rep.get("device", {}).get("device", {})
+by_call, by_path = dev.get("by_call", {}), dev.get("by_path", {})
+quant = by_call.get("hier_device_quant", 0)
+algos = {f: rep["functions"].get(f, {}).get("algorithms", {})
+         for f in ("MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Allgather")}
+problems = []
+if mode == "nomem":
+    # No device memory on rank 1 at any miss: every call went to the GPU-aware MPI on every rank.
+    fb = rep.get("fallbacks", {}).get("scratch", {})
+    if any(k.startswith("hier_device") for k in by_call) or fb.get("calls", 0) < 8 or fb.get("failed_here", 1):
+        problems.append(f"fallbacks {json.dumps(rep.get('fallbacks'))}")
+elif mode == "three_levels":
+    # Quantized schedules need two levels: the three-level calls run libhier's exact schedules.
+    if quant or by_call.get("hier_device", 0) < 8:
+        problems.append("expected exact schedules on device buffers only")
+else:
+    # Per (count >= one block per rank, type, in place or not, collective) three calls quantized.
+    want = "hier_int8" if mode.startswith("int8") else "hier_int4"
+    if quant < 16 or "staged" in by_call:
+        problems.append(f"{quant} quantized calls on device buffers (want >= 16), or some staged")
+    for f, a in algos.items():
+        if a.get(want, {}).get("calls", 0) < 4:
+            problems.append(f"{f} ran {want} fewer than 4 times: {a}")
+if by_path.get("hier_device", 0) != sum(n for k, n in by_call.items() if k.startswith("hier_device")):
+    problems.append("by_path's hier_device is not the sum of hier_device and hier_device_quant")
+if problems:
+    sys.exit(f"{path}: {mode}: " + "; ".join(problems) + f"; device calls {json.dumps(by_call)}")
+print(f"{path}: {mode}: {by_call}")
