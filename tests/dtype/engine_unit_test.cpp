@@ -123,6 +123,29 @@ TEST(DtypeEngine, LongGathers) {
   }
 }
 
+// Rows of 1-8 B go four at a time (loads first, then stores: kernels.hpp rows_fixed), the rest
+// one by one: row counts around multiples of four, strides forward, backward, overlapping
+// (unpack: the later row wins) and zero, alone and under an outer dim (issue 25's
+// {float@0, int@8} struct resized to 16 B is rows of 4 B, 8 B apart).
+TEST(DtypeEngine, NarrowRowsInFours) {
+  std::mt19937_64 rng(29);
+  for (int64_t w : {1, 2, 4, 8}) {
+    for (int64_t n : {4, 5, 7, 8, 9, 33}) {
+      for (int64_t s : {2 * w, w + 3, -(w + 5), w > 1 ? w - 1 : 0, int64_t{0}}) {
+        for (int outer = 0; outer <= 1; ++outer) {
+          Node l = Node::leaf(600, w);
+          if (outer) l.dim[l.nd++] = {3, -(40 * (w + 5) + 16)};
+          l.dim[l.nd++] = {n, s};
+          Built b = build(Seq{l}, 3000);
+          SCOPED_TRACE(dtype::to_string(Seq{l}));
+          check_same(b, 1, -3000, 8000, rng);
+          check_same(b, 2, -3000, 8000, rng);
+        }
+      }
+    }
+  }
+}
+
 // Narrow rows (up to 16 B) a cache line or more apart unpack with a write prefetch kAhead (8)
 // rows ahead (host backend): runs shorter and longer than that distance, strides forward and
 // backward, just below a line (no prefetch) and above, under 0-2 outer dims; every byte must
