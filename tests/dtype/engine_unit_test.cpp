@@ -352,5 +352,49 @@ TEST(DtypePlanner, BuiltinModelMatchesTheMpi) {
   EXPECT_TRUE(dtype::p2p_pays(m, {65536, 4096}));
 }
 
+// Device buffers: the kernels (pack + one copy of the packed bytes) against host copies of the
+// span (an MPI that is not GPU-aware) or the MPI's own handling of the device layout (GPU-aware),
+// with the rates of a tune file's "device" object, which round-trips through the writer.
+TEST(DtypePlanner, DeviceKernelsAgainstStagingAndTheMpi) {
+  dtype::TuneModel m;
+  std::string err;
+  ASSERT_TRUE(dtype::apply_tune_object(R"({"device": {"kernel_pack": {"overhead_ns": 9000, "ns_per_byte": 0.001},
+      "kernel_unpack": {"overhead_ns": 9000, "ns_per_byte": 0.001}, "copy": {"overhead_ns": 10000, "ns_per_byte": 0.04},
+      "mpi_pack": {"overhead_ns": 10000, "ns_per_byte": 0.04, "ns_per_block": 2000}}})", m, err)) << err;
+  EXPECT_TRUE(m.device.measured);
+  EXPECT_EQ(m.device.kernel_pack.overhead_ns, 9000);
+  EXPECT_EQ(m.device.mpi_pack.ns_per_block, 2000);
+  m.engine_pack = m.engine_unpack = {0, 0.025, 0.2};
+  // 1 MiB in 64 Ki runs of 16 B spread over 2 MiB.
+  const dtype::DeviceCase send{{1 << 20, 65536}, 2 << 20, true, false};
+  EXPECT_TRUE(dtype::device_kernels_pay(m, send));                                 // half the copy
+  EXPECT_TRUE(dtype::device_kernels_pay(m, {send.size, send.span, true, true}));   // a copy per run
+  // A small message in a small span: one staging copy beats a launch plus a copy.
+  const dtype::DeviceCase tiny{{64, 4}, 128, true, false};
+  EXPECT_FALSE(dtype::device_kernels_pay(m, tiny));
+  // A slow kernel line sends even the large message to the host copies; a receive pays two.
+  m.device.kernel_pack.ns_per_byte = m.device.kernel_unpack.ns_per_byte = 0.2;
+  EXPECT_FALSE(dtype::device_kernels_pay(m, send));
+  EXPECT_TRUE(dtype::device_kernels_pay(m, {{1 << 20, 65536}, 8 << 20, false, false}));
+  // Written back as the same object.
+  dtype::TuneModel back;
+  const std::string doc = dtype::tune_to_json(m, "", "");
+  const size_t at = doc.find("\"p2p\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t open = doc.find('{', at);
+  int depth = 0;
+  size_t end = open;
+  for (; end < doc.size(); ++end) {
+    depth += doc[end] == '{' ? 1 : doc[end] == '}' ? -1 : 0;
+    if (depth == 0) break;
+  }
+  ASSERT_TRUE(dtype::apply_tune_object(doc.substr(open, end - open + 1), back, err)) << err;
+  EXPECT_TRUE(back.device.measured);
+  EXPECT_EQ(back.device.kernel_pack.ns_per_byte, 0.2);
+  EXPECT_EQ(back.device.copy.overhead_ns, 10000);
+  // Without a "device" object: the built-ins, not marked measured.
+  EXPECT_FALSE(dtype::builtin_model().device.measured);
+}
+
 }  // namespace
 }  // namespace hier::test
