@@ -310,6 +310,43 @@ int main(int argc, char** argv) {
          }});
   }
 
+  // 4c. Issue 25's slow layout: struct {float x @0; int id @8} resized to 16 B, 2^20 of them in
+  // ONE contiguous type (count 1 at the call, so the engine sees the repetition inside the type,
+  // not as the call's count).
+  {
+    struct R { float x; int pad; int id; int pad2; };
+    static_assert(sizeof(R) == 16 && offsetof(R, id) == 8);
+    const int n = 1 << 20;
+    static std::vector<R> rs(n);
+    for (int i = 0; i < n; ++i) rs[i] = {static_cast<float>(i), 0, i, 0};
+    const int bl[2] = {1, 1};
+    const MPI_Aint da[2] = {offsetof(R, x), offsetof(R, id)};
+    const MPI_Datatype ts[2] = {MPI_FLOAT, MPI_INT};
+    MPI_Datatype s, r, c;
+    MPI_Type_create_struct(2, bl, da, ts, &s);
+    MPI_Type_create_resized(s, 0, sizeof(R), &r);
+    MPI_Type_contiguous(n, r, &c);
+    MPI_Type_free(&s);
+    MPI_Type_free(&r);
+    R* b = rs.data();
+    run({"struct {float@0,int@8} of 16 B, 1Mi in one contiguous", c, 1, reinterpret_cast<char*>(b),
+         // (b and n copied to locals: a store through char* could alias the closure's copies.)
+         [=](char* p) {
+           const R* q = b;
+           for (int i = 0, m = n; i < m; ++i) {
+             std::memcpy(p + 8 * static_cast<int64_t>(i), &q[i].x, 4);
+             std::memcpy(p + 8 * static_cast<int64_t>(i) + 4, &q[i].id, 4);
+           }
+         },
+         [=](const char* p) {
+           R* q = b;
+           for (int i = 0, m = n; i < m; ++i) {
+             std::memcpy(&q[i].x, p + 8 * static_cast<int64_t>(i), 4);
+             std::memcpy(&q[i].id, p + 8 * static_cast<int64_t>(i) + 4, 4);
+           }
+         }});
+  }
+
   // 5. DDTBench-style patterns.
   {
     // MILC su3_zd: 3x3 complex matrices (144 B) every other site, 4 directions -> hvector of vectors.

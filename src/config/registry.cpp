@@ -223,7 +223,7 @@ const VarSpec kVars[] = {
      return err;
    }, true},
   {"HIER_GPU_MODULE", "auto", "auto, off, or the path of a libhier GPU module",
-   "The GPU module whose kernels pack and unpack device buffers in MPI_Pack/MPI_Unpack and in non-contiguous MPI_Send/MPI_Isend/MPI_Recv/MPI_Irecv and, on a GPU-aware MPI where every rank with a GPU runtime has the module, run the local steps of libhier's collective schedules on device buffers (auto: libhier-cuda.so or libhier-hip.so beside libhier.so, for the runtime the program loaded; off: none, device buffers are copied whole through host memory, and a GPU-aware MPI gets the collectives of device buffers; a path: that module). Loaded only once a GPU runtime is in the process (docs/device-buffers.md).",
+   "The GPU module whose kernels pack and unpack device buffers in MPI_Pack/MPI_Unpack and in non-contiguous MPI_Send/MPI_Isend/MPI_Recv/MPI_Irecv/MPI_Sendrecv/MPI_Sendrecv_replace (and their _c forms) and, on a GPU-aware MPI where every rank with a GPU runtime has the module, run the local steps of libhier's collective schedules on device buffers (auto: libhier-cuda.so or libhier-hip.so beside libhier.so, for the runtime the program loaded; off: none, device buffers are copied whole through host memory, and a GPU-aware MPI gets the collectives of device buffers; a path: that module). Loaded only once a GPU runtime is in the process (docs/device-buffers.md).",
    [](const std::string& v, Config& c) {
      const std::string s = trim(v);
      if (s.empty()) return std::string("empty value");

@@ -63,7 +63,7 @@ std::optional<Outcome> run(const char* what, Side& in, Side* out, Call call) {
 // staging buffer (a receive too: the bytes that do not arrive go back as they were), the MPI's
 // call on it, and the request owned until completion. nullopt: nothing to stage.
 template <class Start>
-std::optional<Outcome> start_staged(const void* buf, int n, MPI_Datatype t, MPI_Request* req, bool recv,
+std::optional<Outcome> start_staged(const void* buf, int64_t n, MPI_Datatype t, MPI_Request* req, bool recv,
                                     const char* what, Start start) {
   if (!must_stage(buf, n, t)) return std::nullopt;
   MPI_Aint lb = 0;

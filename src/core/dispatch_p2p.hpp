@@ -123,45 +123,111 @@ template <Fn F, class Fwd, class... Args>
 Outcome dispatch_p2p(Fwd& fwd, Args... args);
 
 namespace p2p_detail {
+// The PMPI call of each form, by the type of its counts: int, or MPI_Count (the MPI 4 _c forms).
+namespace pmpi {
+inline int send(const void* b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c) { return PMPI_Send(b, n, t, d, tag, c); }
+inline int recv(void* b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status* st) {
+  return PMPI_Recv(b, n, t, s, tag, c, st);
+}
+inline int sendrecv(const void* sb, int sn, MPI_Datatype stype, int d, int stag, void* rb, int rn, MPI_Datatype rtype, int s,
+                    int rtag, MPI_Comm c, MPI_Status* st) {
+  return PMPI_Sendrecv(sb, sn, stype, d, stag, rb, rn, rtype, s, rtag, c, st);
+}
+inline int replace(void* b, int n, MPI_Datatype t, int d, int stag, int s, int rtag, MPI_Comm c, MPI_Status* st) {
+  return PMPI_Sendrecv_replace(b, n, t, d, stag, s, rtag, c, st);
+}
+inline int isend(const void* b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request* r) {
+  return PMPI_Isend(b, n, t, d, tag, c, r);
+}
+inline int irecv(void* b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request* r) {
+  return PMPI_Irecv(b, n, t, s, tag, c, r);
+}
+#if MPI_VERSION >= 4
+inline int send(const void* b, MPI_Count n, MPI_Datatype t, int d, int tag, MPI_Comm c) {
+  return PMPI_Send_c(b, n, t, d, tag, c);
+}
+inline int recv(void* b, MPI_Count n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status* st) {
+  return PMPI_Recv_c(b, n, t, s, tag, c, st);
+}
+inline int sendrecv(const void* sb, MPI_Count sn, MPI_Datatype stype, int d, int stag, void* rb, MPI_Count rn,
+                    MPI_Datatype rtype, int s, int rtag, MPI_Comm c, MPI_Status* st) {
+  return PMPI_Sendrecv_c(sb, sn, stype, d, stag, rb, rn, rtype, s, rtag, c, st);
+}
+inline int replace(void* b, MPI_Count n, MPI_Datatype t, int d, int stag, int s, int rtag, MPI_Comm c, MPI_Status* st) {
+  return PMPI_Sendrecv_replace_c(b, n, t, d, stag, s, rtag, c, st);
+}
+inline int isend(const void* b, MPI_Count n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request* r) {
+  return PMPI_Isend_c(b, n, t, d, tag, c, r);
+}
+inline int irecv(void* b, MPI_Count n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request* r) {
+  return PMPI_Irecv_c(b, n, t, s, tag, c, r);
+}
+#endif
+}  // namespace pmpi
+
+// The report's name of a path for call F: `base`, with "_c" for the large-count forms.
+template <Fn F>
+constexpr const char* path_name(const char* base, const char* large) {
+  return F == base_of(F) ? base : large;
+}
+
 // The blocking calls with device buffers on an MPI that is not GPU-aware (core/device_p2p.hpp):
-// the same dispatch again, on host copies. nullopt: no buffer to stage.
-inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Send>, const void* b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c) {
+// the same dispatch again, on host copies; int and _c forms alike. nullopt: no buffer to stage.
+template <Fn F, class N>
+  requires(base_of(F) == Fn::Send)
+std::optional<Outcome> on_host(device_p2p::Call<F>, const void* b, N n, MPI_Datatype t, int d, int tag, MPI_Comm c) {
   device_p2p::Side in(b, n, t);
-  return device_p2p::run("staged_send", in, nullptr, [&] {
+  return device_p2p::run(path_name<F>("staged_send", "staged_send_c"), in, nullptr, [&] {
     const void* h = in.ptr();
-    auto fwd = [&] { return PMPI_Send(h, n, t, d, tag, c); };
-    return dispatch_p2p<Fn::Send>(fwd, h, n, t, d, tag, c);
+    auto fwd = [&] { return pmpi::send(h, n, t, d, tag, c); };
+    return dispatch_p2p<F>(fwd, h, n, t, d, tag, c);
   });
 }
-inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Recv>, void* b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c,
-                                      MPI_Status* st) {
+template <Fn F, class N>
+  requires(base_of(F) == Fn::Recv)
+std::optional<Outcome> on_host(device_p2p::Call<F>, void* b, N n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status* st) {
   device_p2p::Side none(nullptr, 0, t), out(b, n, t);
-  return device_p2p::run("staged_recv", none, &out, [&] {
+  return device_p2p::run(path_name<F>("staged_recv", "staged_recv_c"), none, &out, [&] {
     void* h = out.ptr();
-    auto fwd = [&] { return PMPI_Recv(h, n, t, s, tag, c, st); };
-    return dispatch_p2p<Fn::Recv>(fwd, h, n, t, s, tag, c, st);
+    auto fwd = [&] { return pmpi::recv(h, n, t, s, tag, c, st); };
+    return dispatch_p2p<F>(fwd, h, n, t, s, tag, c, st);
   });
 }
-inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Sendrecv>, const void* sb, int sn, MPI_Datatype stype, int d, int stag,
-                                      void* rb, int rn, MPI_Datatype rtype, int s, int rtag, MPI_Comm c,
-                                      MPI_Status* st) {
+template <Fn F, class N>
+  requires(base_of(F) == Fn::Sendrecv)
+std::optional<Outcome> on_host(device_p2p::Call<F>, const void* sb, N sn, MPI_Datatype stype, int d, int stag, void* rb, N rn,
+                               MPI_Datatype rtype, int s, int rtag, MPI_Comm c, MPI_Status* st) {
   device_p2p::Side in(sb, sn, stype), out(rb, rn, rtype);
-  return device_p2p::run("staged_sendrecv", in, &out, [&] {
+  return device_p2p::run(path_name<F>("staged_sendrecv", "staged_sendrecv_c"), in, &out, [&] {
     const void* hs = in.ptr();
     void* hr = out.ptr();
-    auto fwd = [&] { return PMPI_Sendrecv(hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st); };
-    return dispatch_p2p<Fn::Sendrecv>(fwd, hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st);
+    auto fwd = [&] { return pmpi::sendrecv(hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st); };
+    return dispatch_p2p<F>(fwd, hs, sn, stype, d, stag, hr, rn, rtype, s, rtag, c, st);
   });
 }
-inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Isend>, const void* b, int n, MPI_Datatype t, int d, int tag,
-                                      MPI_Comm c, MPI_Request* r) {
-  return device_p2p::start_staged(b, n, t, r, false, "staged_isend",
-                                  [&](void* h) { return PMPI_Isend(h, n, t, d, tag, c, r); });
+template <Fn F, class N>
+  requires(base_of(F) == Fn::Sendrecv_replace)
+std::optional<Outcome> on_host(device_p2p::Call<F>, void* b, N n, MPI_Datatype t, int d, int stag, int s, int rtag, MPI_Comm c,
+                               MPI_Status* st) {
+  device_p2p::Side io(b, n, t);  // sent from, received into, copied back
+  return device_p2p::run(path_name<F>("staged_sendrecv_replace", "staged_sendrecv_replace_c"), io, &io, [&] {
+    void* h = io.ptr();
+    auto fwd = [&] { return pmpi::replace(h, n, t, d, stag, s, rtag, c, st); };
+    return dispatch_p2p<F>(fwd, h, n, t, d, stag, s, rtag, c, st);
+  });
 }
-inline std::optional<Outcome> on_host(device_p2p::Call<Fn::Irecv>, void* b, int n, MPI_Datatype t, int s, int tag,
-                                      MPI_Comm c, MPI_Request* r) {
-  return device_p2p::start_staged(b, n, t, r, true, "staged_irecv",
-                                  [&](void* h) { return PMPI_Irecv(h, n, t, s, tag, c, r); });
+template <Fn F, class N>
+  requires(base_of(F) == Fn::Isend)
+std::optional<Outcome> on_host(device_p2p::Call<F>, const void* b, N n, MPI_Datatype t, int d, int tag, MPI_Comm c,
+                               MPI_Request* r) {
+  return device_p2p::start_staged(b, n, t, r, false, path_name<F>("staged_isend", "staged_isend_c"),
+                                  [&](void* h) { return pmpi::isend(h, n, t, d, tag, c, r); });
+}
+template <Fn F, class N>
+  requires(base_of(F) == Fn::Irecv)
+std::optional<Outcome> on_host(device_p2p::Call<F>, void* b, N n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request* r) {
+  return device_p2p::start_staged(b, n, t, r, true, path_name<F>("staged_irecv", "staged_irecv_c"),
+                                  [&](void* h) { return pmpi::irecv(h, n, t, s, tag, c, r); });
 }
 
 // Non-contiguous messages of device memory, packed and unpacked by the GPU module's kernels
@@ -172,7 +238,7 @@ inline const device::ModuleTable* kernels() {
   return device::module(config::get().gpu_module.c_str());
 }
 template <class Send>
-std::optional<Outcome> send_packed(const void* b, int n, MPI_Datatype t, int peer, const char* what, Send send) {
+std::optional<Outcome> send_packed(const void* b, int64_t n, MPI_Datatype t, int peer, const char* what, Send send) {
   const device::ModuleTable* m = peer == MPI_PROC_NULL ? nullptr : kernels();
   if (!m) return std::nullopt;
   dtype::DeviceMessage msg = dtype::device_message(*m, b, n, t, true);
@@ -182,17 +248,21 @@ std::optional<Outcome> send_packed(const void* b, int n, MPI_Datatype t, int pee
   dtype::device_release(msg);
   return Outcome{rc, diag::AlgoTag::Packed};
 }
-inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Send>, const void* b, int n, MPI_Datatype t, int d, int tag,
-                                        MPI_Comm c) {
-  return send_packed(b, n, t, d, "kernel_send", [&](dtype::DeviceMessage& msg) {
+// The int and the large-count (_c) forms share one body each: n elements whose packed bytes fit
+// in an int (dtype::device_message takes no others), so the packed message itself always goes
+// through the int form of the call. The report counts the _c forms under their own names.
+template <class N>
+std::optional<Outcome> send_kernels(const char* what, const void* b, N n, MPI_Datatype t, int d, int tag, MPI_Comm c) {
+  return send_packed(b, n, t, d, what, [&](dtype::DeviceMessage& msg) {
     const void* p = msg.stage.p;
     auto fwd = [&] { return PMPI_Send(p, msg.bytes, MPI_BYTE, d, tag, c); };
     return dispatch_p2p<Fn::Send>(fwd, p, msg.bytes, MPI_BYTE, d, tag, c).rc;
   });
 }
-inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Isend>, const void* b, int n, MPI_Datatype t, int d, int tag,
-                                        MPI_Comm c, MPI_Request* r) {
-  return send_packed(b, n, t, d, "kernel_isend", [&](dtype::DeviceMessage& msg) {
+template <class N>
+std::optional<Outcome> isend_kernels(const char* what, const void* b, N n, MPI_Datatype t, int d, int tag, MPI_Comm c,
+                                     MPI_Request* r) {
+  return send_packed(b, n, t, d, what, [&](dtype::DeviceMessage& msg) {
     const void* p = msg.stage.p;
     auto fwd = [&] { return PMPI_Isend(p, msg.bytes, MPI_BYTE, d, tag, c, r); };
     const int rc = dispatch_p2p<Fn::Isend>(fwd, p, msg.bytes, MPI_BYTE, d, tag, c, r).rc;
@@ -203,10 +273,18 @@ inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Isend>, const void*
     return rc;
   });
 }
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Send>, const void* b, int n, MPI_Datatype t, int d, int tag,
+                                        MPI_Comm c) {
+  return send_kernels("kernel_send", b, n, t, d, tag, c);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Isend>, const void* b, int n, MPI_Datatype t, int d, int tag,
+                                        MPI_Comm c, MPI_Request* r) {
+  return isend_kernels("kernel_isend", b, n, t, d, tag, c, r);
+}
 // The receive side: `recv(msg)` posts the receive of the packed bytes and lands them (or has
 // them landed at completion), returning the call's code.
 template <class Recv>
-std::optional<Outcome> recv_packed(void* b, int n, MPI_Datatype t, int peer, const char* what, Recv recv) {
+std::optional<Outcome> recv_packed(void* b, int64_t n, MPI_Datatype t, int peer, const char* what, Recv recv) {
   const device::ModuleTable* m = peer == MPI_PROC_NULL ? nullptr : kernels();
   if (!m) return std::nullopt;
   dtype::DeviceMessage msg = dtype::device_message(*m, b, n, t, false);
@@ -214,9 +292,10 @@ std::optional<Outcome> recv_packed(void* b, int n, MPI_Datatype t, int peer, con
   device::note_untouched(device::MemKind::Device, what);
   return Outcome{recv(msg), diag::AlgoTag::Packed};
 }
-inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Recv>, void* b, int n, MPI_Datatype t, int s, int tag,
-                                        MPI_Comm c, MPI_Status* st) {
-  return recv_packed(b, n, t, s, "kernel_recv", [&](dtype::DeviceMessage& msg) {
+template <class N>
+std::optional<Outcome> recv_kernels(const char* what, void* b, N n, MPI_Datatype t, int s, int tag, MPI_Comm c,
+                                    MPI_Status* st) {
+  return recv_packed(b, n, t, s, what, [&](dtype::DeviceMessage& msg) {
     MPI_Status local;
     MPI_Status* sp = st == MPI_STATUS_IGNORE ? &local : st;  // landing needs the byte count
     void* p = msg.stage.p;
@@ -226,9 +305,10 @@ inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Recv>, void* b, int
     return rc;
   });
 }
-inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Irecv>, void* b, int n, MPI_Datatype t, int s, int tag,
-                                        MPI_Comm c, MPI_Request* r) {
-  return recv_packed(b, n, t, s, "kernel_irecv", [&](dtype::DeviceMessage& msg) {
+template <class N>
+std::optional<Outcome> irecv_kernels(const char* what, void* b, N n, MPI_Datatype t, int s, int tag, MPI_Comm c,
+                                     MPI_Request* r) {
+  return recv_packed(b, n, t, s, what, [&](dtype::DeviceMessage& msg) {
     void* p = msg.stage.p;
     auto fwd = [&] { return PMPI_Irecv(p, msg.bytes, MPI_BYTE, s, tag, c, r); };
     const int rc = dispatch_p2p<Fn::Irecv>(fwd, p, msg.bytes, MPI_BYTE, s, tag, c, r).rc;
@@ -237,6 +317,108 @@ inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Irecv>, void* b, in
     return rc;
   });
 }
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Recv>, void* b, int n, MPI_Datatype t, int s, int tag,
+                                        MPI_Comm c, MPI_Status* st) {
+  return recv_kernels("kernel_recv", b, n, t, s, tag, c, st);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Irecv>, void* b, int n, MPI_Datatype t, int s, int tag,
+                                        MPI_Comm c, MPI_Request* r) {
+  return irecv_kernels("kernel_irecv", b, n, t, s, tag, c, r);
+}
+
+// MPI_Sendrecv: either side or both packed by the kernels; the call then goes on (the same
+// dispatch again) with MPI_BYTE on the packed sides, so a side the kernels do not take is still
+// staged or passed as it would be alone. MPI_Sendrecv_replace: both sides packed (the send from
+// the buffer before the receive lands in it), as one MPI_Sendrecv between two staging buffers.
+template <class N>
+std::optional<Outcome> sendrecv_kernels(const char* what, const void* sb, N sn, MPI_Datatype stype, int d, int stag,
+                                        void* rb, N rn, MPI_Datatype rtype, int s, int rtag, MPI_Comm c,
+                                        MPI_Status* st) {
+  const device::ModuleTable* m = kernels();
+  if (!m) return std::nullopt;
+  dtype::DeviceMessage out = d == MPI_PROC_NULL ? dtype::DeviceMessage{} : dtype::device_message(*m, sb, sn, stype, true);
+  dtype::DeviceMessage in = s == MPI_PROC_NULL ? dtype::DeviceMessage{} : dtype::device_message(*m, rb, rn, rtype, false);
+  if (!out && !in) return std::nullopt;
+  device::note_untouched(device::MemKind::Device, what);
+  MPI_Status local;
+  MPI_Status* sp = st == MPI_STATUS_IGNORE ? &local : st;  // landing needs the byte count
+  const void* sb2 = out ? out.stage.p : sb;
+  void* rb2 = in ? in.stage.p : rb;
+  const N sn2 = out ? static_cast<N>(out.bytes) : sn, rn2 = in ? static_cast<N>(in.bytes) : rn;
+  const MPI_Datatype st2 = out ? MPI_BYTE : stype, rt2 = in ? MPI_BYTE : rtype;
+  int rc = MPI_SUCCESS;
+  if constexpr (std::is_same_v<N, int>) {
+    auto fwd = [&] { return PMPI_Sendrecv(sb2, sn2, st2, d, stag, rb2, rn2, rt2, s, rtag, c, sp); };
+    rc = dispatch_p2p<Fn::Sendrecv>(fwd, sb2, sn2, st2, d, stag, rb2, rn2, rt2, s, rtag, c, sp).rc;
+  } else {
+#if MPI_VERSION >= 4
+    auto fwd = [&] { return PMPI_Sendrecv_c(sb2, sn2, st2, d, stag, rb2, rn2, rt2, s, rtag, c, sp); };
+    rc = dispatch_p2p<Fn::Sendrecv_c>(fwd, sb2, sn2, st2, d, stag, rb2, rn2, rt2, s, rtag, c, sp).rc;
+#endif
+  }
+  if (in) dtype::device_land(in, rn, rb, *sp, rc);
+  dtype::device_release(out);
+  return Outcome{rc, diag::AlgoTag::Packed};
+}
+template <class N>
+std::optional<Outcome> replace_kernels(const char* what, void* b, N n, MPI_Datatype t, int d, int stag, int s, int rtag,
+                                       MPI_Comm c, MPI_Status* st) {
+  const device::ModuleTable* m = d == MPI_PROC_NULL || s == MPI_PROC_NULL ? nullptr : kernels();
+  if (!m) return std::nullopt;
+  dtype::DeviceMessage out = dtype::device_message(*m, b, n, t, true);
+  if (!out) return std::nullopt;
+  dtype::DeviceMessage in = dtype::device_message(*m, b, n, t, false);
+  if (!in) {
+    dtype::device_release(out);
+    return std::nullopt;
+  }
+  device::note_untouched(device::MemKind::Device, what);
+  MPI_Status local;
+  MPI_Status* sp = st == MPI_STATUS_IGNORE ? &local : st;
+  const void* sb = out.stage.p;
+  void* rb = in.stage.p;
+  auto fwd = [&] { return PMPI_Sendrecv(sb, out.bytes, MPI_BYTE, d, stag, rb, in.bytes, MPI_BYTE, s, rtag, c, sp); };
+  const int rc = dispatch_p2p<Fn::Sendrecv>(fwd, sb, out.bytes, MPI_BYTE, d, stag, rb, in.bytes, MPI_BYTE, s, rtag, c, sp).rc;
+  dtype::device_release(out);
+  dtype::device_land(in, n, b, *sp, rc);
+  return Outcome{rc, diag::AlgoTag::Packed};
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Sendrecv>, const void* sb, int sn, MPI_Datatype stype, int d,
+                                        int stag, void* rb, int rn, MPI_Datatype rtype, int s, int rtag, MPI_Comm c,
+                                        MPI_Status* st) {
+  return sendrecv_kernels("kernel_sendrecv", sb, sn, stype, d, stag, rb, rn, rtype, s, rtag, c, st);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Sendrecv_replace>, void* b, int n, MPI_Datatype t, int d,
+                                        int stag, int s, int rtag, MPI_Comm c, MPI_Status* st) {
+  return replace_kernels("kernel_sendrecv_replace", b, n, t, d, stag, s, rtag, c, st);
+}
+#if MPI_VERSION >= 4
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Send_c>, const void* b, MPI_Count n, MPI_Datatype t, int d,
+                                        int tag, MPI_Comm c) {
+  return send_kernels("kernel_send_c", b, n, t, d, tag, c);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Isend_c>, const void* b, MPI_Count n, MPI_Datatype t, int d,
+                                        int tag, MPI_Comm c, MPI_Request* r) {
+  return isend_kernels("kernel_isend_c", b, n, t, d, tag, c, r);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Recv_c>, void* b, MPI_Count n, MPI_Datatype t, int s, int tag,
+                                        MPI_Comm c, MPI_Status* st) {
+  return recv_kernels("kernel_recv_c", b, n, t, s, tag, c, st);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Irecv_c>, void* b, MPI_Count n, MPI_Datatype t, int s,
+                                        int tag, MPI_Comm c, MPI_Request* r) {
+  return irecv_kernels("kernel_irecv_c", b, n, t, s, tag, c, r);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Sendrecv_c>, const void* sb, MPI_Count sn, MPI_Datatype stype,
+                                        int d, int stag, void* rb, MPI_Count rn, MPI_Datatype rtype, int s, int rtag,
+                                        MPI_Comm c, MPI_Status* st) {
+  return sendrecv_kernels("kernel_sendrecv_c", sb, sn, stype, d, stag, rb, rn, rtype, s, rtag, c, st);
+}
+inline std::optional<Outcome> on_device(device_p2p::Call<Fn::Sendrecv_replace_c>, void* b, MPI_Count n, MPI_Datatype t,
+                                        int d, int stag, int s, int rtag, MPI_Comm c, MPI_Status* st) {
+  return replace_kernels("kernel_sendrecv_replace_c", b, n, t, d, stag, s, rtag, c, st);
+}
+#endif
 template <class... A>
 std::optional<Outcome> on_device(A...) {  // the other calls: no kernel path
   return std::nullopt;
@@ -246,7 +428,8 @@ std::optional<Outcome> on_device(A...) {  // the other calls: no kernel path
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
-  if constexpr (F == Fn::Send || F == Fn::Recv || F == Fn::Sendrecv || F == Fn::Isend || F == Fn::Irecv) {
+  if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Sendrecv_replace || B == Fn::Isend ||
+                B == Fn::Irecv) {
     if (auto o = p2p_detail::on_device(device_p2p::Call<F>{}, args...)) return *o;
     if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
   }

@@ -3,6 +3,7 @@
 #include <climits>
 #include <memory>
 
+#include "config/config.hpp"
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
@@ -10,6 +11,7 @@
 #include "dtype/cache.hpp"
 #include "dtype/device_pack.hpp"
 #include "dtype/engine.hpp"
+#include "dtype/planner.hpp"
 #include "dtype/requests.hpp"  // landed_bytes
 
 namespace hier::dtype {
@@ -46,6 +48,8 @@ DeviceMessage device_message(const device::ModuleTable& m, const void* buf, int6
   Canon* c = peek(t);  // held by the type's attribute for the length of this call
   if (!takes(c, count)) return msg;  // before the pointer query: contiguous types cost nothing more
   if (device::classify_typed(buf, count, t) == device::MemKind::Host) return msg;
+  if (!plan_device_kernels(*c, count, send, device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware)))
+    return msg;  // the model prefers host copies of the span, or the GPU-aware MPI's own handling
   if (!device_ready(m, *c)) return msg;
   msg.bytes = static_cast<int>(count * c->size);
   msg.stage = stage_acquire(static_cast<size_t>(msg.bytes));

@@ -2,10 +2,13 @@
 
 #include <mutex>
 
+#include "config/config.hpp"
 #include "device/pointer.hpp"
+#include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
 #include "dtype/cache.hpp"
 #include "dtype/engine.hpp"
+#include "dtype/planner.hpp"
 
 namespace hier::dtype {
 namespace {
@@ -96,6 +99,8 @@ std::optional<int> run_call(const device::ModuleTable& m, bool to_packed, void* 
                             char* packed, int64_t bytes, int64_t& position, MPI_Comm comm, int64_t limit) {
   CanonRef c = checked(typed, packed, count, bytes, position, comm, t);
   if (!c) return std::nullopt;
+  if (!plan_device_kernels(*c, count, to_packed, device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware)))
+    return std::nullopt;  // the model prefers host copies (staged), or the GPU-aware MPI's own handling
   const int64_t need = packed_bytes(count, c->size);
   if (need < 0 || bytes - position < need || need > limit - position) return std::nullopt;
   auto rc = device_kernels(m, const_cast<Canon&>(*c), to_packed, typed, count, packed + position);

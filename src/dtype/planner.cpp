@@ -71,4 +71,28 @@ bool plan_engine_unpack(const Canon& c, int64_t count) {
   return engine(c, count, m.engine_unpack, m.mpi_unpack);
 }
 
+bool device_kernels_pay(const TuneModel& m, const DeviceCase& d) {
+  const TuneModel::Device& r = m.device;
+  const Size& s = d.size;
+  const CostLine& kernel = d.to_packed ? r.kernel_pack : r.kernel_unpack;
+  const double ours = kernel.at(s.bytes, s.blocks) + r.copy.at(s.bytes, 1);
+  double theirs = 0;
+  if (d.gpu_aware) {
+    theirs = r.mpi_pack.at(s.bytes, s.blocks);
+  } else {
+    // A send copies the span in and packs it on the host; a receive also copies it back.
+    const CostLine& host = d.to_packed ? m.engine_pack : m.engine_unpack;
+    theirs = r.copy.at(d.span, 1) * (d.to_packed ? 1 : 2) + host.at(s.bytes, s.blocks);
+  }
+  return ours <= theirs;
+}
+
+bool plan_device_kernels(const Canon& c, int64_t count, bool to_packed, bool gpu_aware) {
+  const TuneModel& m = tune_model();
+  if (auto f = forced(m)) return *f;
+  const double ext = static_cast<double>(c.extent < 0 ? -c.extent : c.extent);
+  const double span = static_cast<double>(count - 1) * ext + static_cast<double>(c.true_extent);
+  return device_kernels_pay(m, {size_of(c, count), span, to_packed, gpu_aware});
+}
+
 }  // namespace hier::dtype

@@ -62,6 +62,14 @@ bool apply_tune_object(const std::string& object, TuneModel& m, std::string& err
     read_line(p, "mpi_p2p", m.mpi_p2p);
     read_line(p, "contig_p2p", m.contig_p2p);
     m.min_bytes = p.value("min_bytes", m.min_bytes);
+    if (p.contains("device")) {
+      const json& d = p.at("device");
+      read_line(d, "kernel_pack", m.device.kernel_pack);
+      read_line(d, "kernel_unpack", m.device.kernel_unpack);
+      read_line(d, "copy", m.device.copy);
+      read_line(d, "mpi_pack", m.device.mpi_pack);
+      m.device.measured = true;
+    }
   } catch (const json::exception& e) {
     err = e.what();
     return false;
@@ -79,6 +87,11 @@ std::string tune_to_json(const TuneModel& m, const std::string& mpi_library, con
             {"mpi_p2p", line_json(m.mpi_p2p)},
             {"contig_p2p", line_json(m.contig_p2p)},
             {"min_bytes", m.min_bytes}};
+  if (m.device.measured)
+    p["device"] = {{"kernel_pack", line_json(m.device.kernel_pack)},
+                   {"kernel_unpack", line_json(m.device.kernel_unpack)},
+                   {"copy", line_json(m.device.copy)},
+                   {"mpi_pack", line_json(m.device.mpi_pack)}};
   json j = {{"format", "libhier-tune/1"}, {"mpi_library", mpi_library}, {"host", host}, {"p2p", p}};
   return j.dump(2) + "\n";
 }

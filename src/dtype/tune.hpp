@@ -24,6 +24,21 @@ struct TuneModel {
   // handled by the MPI on both sides, and contiguous bytes (what libhier sends once packed).
   CostLine mpi_p2p, contig_p2p;
   int64_t min_bytes = 0;  // below this, never pack ourselves (latency-bound messages)
+  // Device buffers (issue 25): the GPU module's kernels and the copies between device and host
+  // memory, which decide between packing a device buffer with the kernels, staging host copies
+  // of its span (an MPI that is not GPU-aware) and the MPI's own handling of the device layout
+  // (GPU-aware). hier-tune measures them where a GPU module and its runtime are loaded (the
+  // "device" object of the datatype model, docs/tune-file.md); without, these built-ins: orders
+  // of magnitude for a PCIe 4 GPU (no GPU timed them: ~10 us per kernel launch + sync or copy,
+  // 25 GB/s copies, kernels near device memory speed, and a GPU-aware MPI moving a device layout
+  // block by block, one copy each, as TEMPI measured).
+  struct Device {
+    CostLine kernel_pack{10000, 0.002, 0};    // device memory -> packed device memory
+    CostLine kernel_unpack{10000, 0.002, 0};  // packed device memory -> device memory
+    CostLine copy{10000, 0.04, 0};            // one device <-> host copy of `bytes`
+    CostLine mpi_pack{10000, 0.04, 2000};     // a GPU-aware MPI packing a device layout
+    bool measured = false;                    // from a tune file's "device" object
+  } device;
   std::string source = "built-in";
 };
 

@@ -163,6 +163,16 @@ void check_dtype(const json& d, const std::string& where) {
       if (d.at(line).contains(k)) number(d.at(line), k, w, -1e300);
   }
   if (d.contains("min_bytes") && !d.at("min_bytes").is_number_integer()) throw Bad{where + ".min_bytes is not an integer"};
+  if (d.contains("device")) {  // the device rates (dtype/tune.hpp TuneModel::Device)
+    const json& dev = d.at("device");
+    if (!dev.is_object()) throw Bad{where + ".device is not an object"};
+    for (const char* line : {"kernel_pack", "kernel_unpack", "copy", "mpi_pack"}) {
+      if (!dev.contains(line)) continue;
+      if (!dev.at(line).is_object()) throw Bad{where + ".device." + line + " is not an object"};
+      for (const char* k : {"overhead_ns", "ns_per_byte", "ns_per_block"})
+        if (dev.at(line).contains(k)) number(dev.at(line), k, where + ".device." + line + ".", -1e300);
+    }
+  }
 }
 
 // The quantization kernels' rates (docs/tune-file.md), all optional: a missing figure keeps the

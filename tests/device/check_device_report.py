@@ -34,7 +34,13 @@ if mode.startswith("p2p_"):
     kernels = mode.startswith("p2p_kernels")
     receiver = dev_of(sys.argv[3])["device"]["by_call"]
     pre = "kernel_" if kernels else "staged_"
-    for calls, names in ((by_call, ["send", "isend"]), (receiver, ["recv", "irecv"])):
+    # Both ranks also run MPI_Sendrecv(_replace), and with an MPI 4 library (MPICH 4 here) the _c
+    # forms of all of them.
+    large = rep.get("mpi_library", "").startswith("MPICH Version:\t4")
+    both = ["sendrecv", "sendrecv_replace"] + (["sendrecv_c", "sendrecv_replace_c"] if large else [])
+    sends = ["send", "isend"] + (["send_c", "isend_c"] if large else [])
+    recvs = ["recv", "irecv"] + (["recv_c", "irecv_c"] if large else [])
+    for calls, names in ((by_call, sends + both), (receiver, recvs + both)):
         missing = [pre + k for k in names if calls.get(pre + k, 0) < 1]
         # With a module, the types without an exact form (the MPI packs those) are still staged.
         other = [k for k in calls if k.startswith("kernel_")] if not kernels else [k for k in names if k in calls]
@@ -52,9 +58,10 @@ staged_p2p = ["staged_send", "staged_recv", "staged_sendrecv", "staged_pack", "s
               "staged_irecv"]
 # kernels (GPU-aware MPI, the simulated GPU module): every collective of the test (allreduce,
 # reduce, bcast, allgather(v), reduce_scatter(_block), alltoall) runs libhier's schedules on the
-# device buffers; MPI_Pack / MPI_Unpack and the non-contiguous sends and receives run as kernels
-# (MPI_Sendrecv goes to the MPI).
-kernel_p2p = ["kernel_send", "kernel_recv", "kernel_isend", "kernel_irecv", "sendrecv", "kernel_pack", "kernel_unpack"]
+# device buffers; MPI_Pack / MPI_Unpack and the non-contiguous sends and receives (MPI_Sendrecv
+# too) run as kernels.
+kernel_p2p = ["kernel_send", "kernel_recv", "kernel_isend", "kernel_irecv", "kernel_sendrecv", "kernel_pack",
+              "kernel_unpack"]
 want = {"preloaded": p2p + colls, "late": p2p + ["staged"],
         "kernels": kernel_p2p + ["hier_device"],
         "kernels_nomem": kernel_p2p + colls}.get(mode, staged_p2p + ["staged"])

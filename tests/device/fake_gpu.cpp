@@ -297,3 +297,27 @@ FAKE_PMPI(PMPI_Ialltoallv,
            MPI_Datatype rt, MPI_Comm c, MPI_Request* q),
           (s, sn, sd, st, r, rn, rd, rt, c, q))
 }  // extern "C"
+
+// MPI_Sendrecv_replace and the large-count point-to-point forms (tests/device/device_p2p_test.cpp),
+// which a GPU-aware MPI is handed device pointers in for the types libhier passes through.
+extern "C" {
+FAKE_PMPI(PMPI_Sendrecv_replace,
+          (void* b, int n, MPI_Datatype t, int d, int stag, int s, int rtag, MPI_Comm c, MPI_Status* st),
+          (b, n, t, d, stag, s, rtag, c, st))
+#if MPI_VERSION >= 4
+FAKE_PMPI(PMPI_Send_c, (const void* b, MPI_Count n, MPI_Datatype t, int d, int tag, MPI_Comm c), (b, n, t, d, tag, c))
+FAKE_PMPI(PMPI_Isend_c, (const void* b, MPI_Count n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request* q),
+          (b, n, t, d, tag, c, q))
+FAKE_PMPI(PMPI_Recv_c, (void* b, MPI_Count n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status* st),
+          (b, n, t, s, tag, c, st))
+FAKE_PMPI(PMPI_Irecv_c, (void* b, MPI_Count n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request* q),
+          (b, n, t, s, tag, c, q))
+FAKE_PMPI(PMPI_Sendrecv_c,
+          (const void* sb, MPI_Count sn, MPI_Datatype st, int d, int stag, void* rb, MPI_Count rn, MPI_Datatype rt, int s,
+           int rtag, MPI_Comm c, MPI_Status* status),
+          (sb, sn, st, d, stag, rb, rn, rt, s, rtag, c, status))
+FAKE_PMPI(PMPI_Sendrecv_replace_c,
+          (void* b, MPI_Count n, MPI_Datatype t, int d, int stag, int s, int rtag, MPI_Comm c, MPI_Status* st),
+          (b, n, t, d, stag, s, rtag, c, st))
+#endif
+}  // extern "C"

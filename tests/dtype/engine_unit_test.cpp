@@ -123,6 +123,29 @@ TEST(DtypeEngine, LongGathers) {
   }
 }
 
+// Rows of 1-8 B go four at a time (loads first, then stores: kernels.hpp rows_fixed), the rest
+// one by one: row counts around multiples of four, strides forward, backward, overlapping
+// (unpack: the later row wins) and zero, alone and under an outer dim (issue 25's
+// {float@0, int@8} struct resized to 16 B is rows of 4 B, 8 B apart).
+TEST(DtypeEngine, NarrowRowsInFours) {
+  std::mt19937_64 rng(29);
+  for (int64_t w : {1, 2, 4, 8}) {
+    for (int64_t n : {4, 5, 7, 8, 9, 33}) {
+      for (int64_t s : {2 * w, w + 3, -(w + 5), w > 1 ? w - 1 : 0, int64_t{0}}) {
+        for (int outer = 0; outer <= 1; ++outer) {
+          Node l = Node::leaf(600, w);
+          if (outer) l.dim[l.nd++] = {3, -(40 * (w + 5) + 16)};
+          l.dim[l.nd++] = {n, s};
+          Built b = build(Seq{l}, 3000);
+          SCOPED_TRACE(dtype::to_string(Seq{l}));
+          check_same(b, 1, -3000, 8000, rng);
+          check_same(b, 2, -3000, 8000, rng);
+        }
+      }
+    }
+  }
+}
+
 // Narrow rows (up to 16 B) a cache line or more apart unpack with a write prefetch kAhead (8)
 // rows ahead (host backend): runs shorter and longer than that distance, strides forward and
 // backward, just below a line (no prefetch) and above, under 0-2 outer dims; every byte must
@@ -327,6 +350,50 @@ TEST(DtypePlanner, BuiltinModelMatchesTheMpi) {
   EXPECT_TRUE(dtype::p2p_pays(m, {65536, 128}));
 #endif
   EXPECT_TRUE(dtype::p2p_pays(m, {65536, 4096}));
+}
+
+// Device buffers: the kernels (pack + one copy of the packed bytes) against host copies of the
+// span (an MPI that is not GPU-aware) or the MPI's own handling of the device layout (GPU-aware),
+// with the rates of a tune file's "device" object, which round-trips through the writer.
+TEST(DtypePlanner, DeviceKernelsAgainstStagingAndTheMpi) {
+  dtype::TuneModel m;
+  std::string err;
+  ASSERT_TRUE(dtype::apply_tune_object(R"({"device": {"kernel_pack": {"overhead_ns": 9000, "ns_per_byte": 0.001},
+      "kernel_unpack": {"overhead_ns": 9000, "ns_per_byte": 0.001}, "copy": {"overhead_ns": 10000, "ns_per_byte": 0.04},
+      "mpi_pack": {"overhead_ns": 10000, "ns_per_byte": 0.04, "ns_per_block": 2000}}})", m, err)) << err;
+  EXPECT_TRUE(m.device.measured);
+  EXPECT_EQ(m.device.kernel_pack.overhead_ns, 9000);
+  EXPECT_EQ(m.device.mpi_pack.ns_per_block, 2000);
+  m.engine_pack = m.engine_unpack = {0, 0.025, 0.2};
+  // 1 MiB in 64 Ki runs of 16 B spread over 2 MiB.
+  const dtype::DeviceCase send{{1 << 20, 65536}, 2 << 20, true, false};
+  EXPECT_TRUE(dtype::device_kernels_pay(m, send));                                 // half the copy
+  EXPECT_TRUE(dtype::device_kernels_pay(m, {send.size, send.span, true, true}));   // a copy per run
+  // A small message in a small span: one staging copy beats a launch plus a copy.
+  const dtype::DeviceCase tiny{{64, 4}, 128, true, false};
+  EXPECT_FALSE(dtype::device_kernels_pay(m, tiny));
+  // A slow kernel line sends even the large message to the host copies; a receive pays two.
+  m.device.kernel_pack.ns_per_byte = m.device.kernel_unpack.ns_per_byte = 0.2;
+  EXPECT_FALSE(dtype::device_kernels_pay(m, send));
+  EXPECT_TRUE(dtype::device_kernels_pay(m, {{1 << 20, 65536}, 8 << 20, false, false}));
+  // Written back as the same object.
+  dtype::TuneModel back;
+  const std::string doc = dtype::tune_to_json(m, "", "");
+  const size_t at = doc.find("\"p2p\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t open = doc.find('{', at);
+  int depth = 0;
+  size_t end = open;
+  for (; end < doc.size(); ++end) {
+    depth += doc[end] == '{' ? 1 : doc[end] == '}' ? -1 : 0;
+    if (depth == 0) break;
+  }
+  ASSERT_TRUE(dtype::apply_tune_object(doc.substr(open, end - open + 1), back, err)) << err;
+  EXPECT_TRUE(back.device.measured);
+  EXPECT_EQ(back.device.kernel_pack.ns_per_byte, 0.2);
+  EXPECT_EQ(back.device.copy.overhead_ns, 10000);
+  // Without a "device" object: the built-ins, not marked measured.
+  EXPECT_FALSE(dtype::builtin_model().device.measured);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY [OPTS]
 (OPTS, comma-separated: ladder: the file must have levels.X.ladder, as hier-tune --ladder writes;
 steps: levels.X.steps, as hier-tune --level-steps writes; hier: hier_measured, as hier-tune
---hier writes; without: it must not)"""
+--hier writes; device: dtype.device, as hier-tune writes with a GPU runtime and module loaded;
+without: it must not)"""
 import json, math, os, sys
 
 def fail(msg):
@@ -19,6 +20,7 @@ def num(x, where, positive=False):
 path, nodes, ppn, family = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 opts = sys.argv[5].split(",") if len(sys.argv) > 5 else []
 want_ladder, want_steps, want_hier = "ladder" in opts, "steps" in opts, "hier" in opts
+want_device = "device" in opts  # dtype.device: hier-tune ran with a GPU runtime and module
 j = json.load(open(path))
 if j.get("format") != "libhier-tune/2":
     fail(f"format {j.get('format')!r}")
@@ -170,6 +172,19 @@ for line in ("engine_pack", "engine_unpack", "mpi_pack", "mpi_unpack", "mpi_p2p"
         num(d[line][k], f"dtype.{line}.{k}")
     if line != "contig_p2p" and d[line]["ns_per_byte"] + d[line]["ns_per_block"] <= 0:
         fail(f"dtype.{line}: no cost per byte or per block")
+# The device rates (dtype.device): measured only where a GPU runtime and module are loaded.
+dev = d.get("device")
+if not want_device:
+    if dev is not None:
+        fail("dtype.device written without a GPU module")
+else:
+    if not isinstance(dev, dict):
+        fail("dtype.device missing")
+    for line in ("kernel_pack", "kernel_unpack", "copy", "mpi_pack"):
+        for k in ("overhead_ns", "ns_per_byte", "ns_per_block"):
+            num(dev[line][k], f"dtype.device.{line}.{k}")
+        if dev[line]["overhead_ns"] + dev[line]["ns_per_byte"] + dev[line]["ns_per_block"] <= 0:
+            fail(f"dtype.device.{line}: costs nothing")
 if "flat_algorithms" in j:
     fail("flat_algorithms written (built-in only)")
 print(f"check_tune_file: {path} ok ({nodes} x {ppn}, {family}, levels {expect})")

@@ -2,8 +2,14 @@
 // as lines in bytes and blocks, and one message end to end between ranks 0 and 1.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
+#include "config/config.hpp"
+#include "device/module.hpp"
+#include "device/pointer.hpp"
+#include "device/runtime_copy.hpp"
 #include "dtype/canon.hpp"
+#include "dtype/device_pack.hpp"
 #include "dtype/engine.hpp"
 #include "dtype/tune.hpp"
 #include "measure.hpp"
@@ -73,6 +79,64 @@ Layout vector_layout(int64_t bytes, int block) {
   return l;
 }
 
+// Device memory of the GPU module for the device rates (released with it).
+struct DeviceBuf {
+  const hier::device::ModuleTable* m;
+  void* p = nullptr;
+  DeviceBuf(const hier::device::ModuleTable* mod, size_t n) : m(mod) {
+    if (m->alloc(&p, n) != 0) p = nullptr;
+  }
+  DeviceBuf(const DeviceBuf&) = delete;
+  DeviceBuf& operator=(const DeviceBuf&) = delete;
+  ~DeviceBuf() {
+    if (p) m->release(p);
+  }
+};
+
+// The device rates of the model (TuneModel::Device), where this process has a GPU runtime and
+// the GPU module (HIER_GPU_MODULE) loads: the module's pack and unpack kernels between device
+// buffers over the same vector layouts as the host lines, its copies device -> host, and, on a
+// GPU-aware MPI, PMPI_Pack of the device layout. Returns false (the built-ins stay) without.
+bool measure_device(hier::dtype::TuneModel& m, std::vector<Layout>& layouts, size_t src_bytes, size_t packed_bytes) {
+  if (hier::device::runtime() == hier::device::Runtime::None) return false;
+  const hier::device::ModuleTable* mod = hier::device::module(hier::config::get().gpu_module.c_str());
+  if (!mod) return false;
+  DeviceBuf src(mod, src_bytes), packed(mod, packed_bytes), back(mod, src_bytes);
+  if (!src.p || !packed.p || !back.p) return false;
+  const bool aware = hier::device::mpi_gpu_aware(hier::device::runtime(), hier::config::get().gpu_aware);
+  std::vector<char> host(packed_bytes);
+  void* stream = hier::device::module_stream();
+  std::vector<Sample> kp, ku, cp, mp;
+  bool ok = true;
+  for (Layout& l : layouts) {
+    hier::dtype::Canon& c = *l.canon.get();
+    if (!hier::dtype::device_ready(*mod, c)) return false;
+    auto run = [&](bool to_packed) {
+      void* typed = to_packed ? src.p : back.p;
+      const auto rc = hier::dtype::device_kernels(*mod, c, to_packed, typed, 1, static_cast<char*>(packed.p));
+      ok &= rc && *rc == MPI_SUCCESS;
+    };
+    kp.push_back({double(l.bytes), double(l.blocks), 1e9 * seconds([&] { run(true); })});
+    ku.push_back({double(l.bytes), double(l.blocks), 1e9 * seconds([&] { run(false); })});
+    cp.push_back({double(l.bytes), 1.0, 1e9 * seconds([&] {
+                    ok &= mod->copy(host.data(), packed.p, static_cast<size_t>(l.bytes), stream) == 0 && mod->sync(stream) == 0;
+                  })});
+    if (aware)
+      mp.push_back({double(l.bytes), double(l.blocks), 1e9 * seconds([&] {
+                      int pos = 0;
+                      PMPI_Pack(src.p, 1, l.t, host.data(), int(host.size()), &pos, MPI_COMM_SELF);
+                    })});
+  }
+  if (!ok || kp.empty()) return false;
+  m.device.kernel_pack = fit(kp);
+  m.device.kernel_unpack = fit(ku);
+  m.device.copy = fit(cp);
+  m.device.copy.ns_per_block = 0;  // one block by construction
+  if (!mp.empty()) m.device.mpi_pack = fit(mp);
+  m.device.measured = true;
+  return true;
+}
+
 }  // namespace
 
 // The datatype engine's model (libhier-tune/1's "p2p" object).
@@ -81,7 +145,7 @@ json measure_dtype(int rank, int size, bool quick, MPI_Comm pair) {
   const std::vector<int> blocks = {4, 16, 64, 256, 1024, 4096};
   std::vector<char> src(2 * (4 << 20) + 8192, 1), packed(4 << 20), back(src.size());
   std::vector<Sample> ep, eu, mp, mu;
-  std::vector<Layout> e2e_cases;
+  std::vector<Layout> e2e_cases, device_cases;
   for (int64_t bytes : sizes) {
     for (int bl : blocks) {
       Layout l = vector_layout(bytes, bl);
@@ -104,6 +168,7 @@ json measure_dtype(int rank, int size, bool quick, MPI_Comm pair) {
                       })});
       }
       if (bl == 4 || bl == 64 || bl == 1024) e2e_cases.push_back(std::move(l));
+      else if (rank == 0) device_cases.push_back(std::move(l));
       else MPI_Type_free(&l.t);
     }
   }
@@ -148,7 +213,16 @@ json measure_dtype(int rank, int size, bool quick, MPI_Comm pair) {
       m.contig_p2p.ns_per_block = 0;  // one block by construction
     }
   }
+  if (rank == 0) {
+    // The device lines over every layout of the host lines (those kept for end to end too).
+    std::vector<Layout> all;
+    for (Layout& l : e2e_cases) all.push_back({l.t, l.bytes, l.blocks, l.canon});
+    for (Layout& l : device_cases) all.push_back({l.t, l.bytes, l.blocks, l.canon});
+    if (measure_device(m, all, src.size(), packed.size()))
+      std::fprintf(stderr, "hier-tune: device pack rates measured with the GPU module\n");
+  }
   for (Layout& l : e2e_cases) MPI_Type_free(&l.t);
+  for (Layout& l : device_cases) MPI_Type_free(&l.t);
   json j = json::parse(hier::dtype::tune_to_json(m, "", ""));
   return j.at("p2p");
 }
