@@ -95,17 +95,26 @@ constexpr bool kDeviceSchedules = kReductions<B> || B == Fn::Allgather || B == F
 // MPI_Start, so a rank whose device buffers cannot be bound has no copies to fall back on. So
 // only reductions whose (type, op) has a kernel on a dense type run libhier's schedule: decided
 // from the type and op, which every rank passes alike. The others go to the MPI on every rank (a
-// movement collective's types may differ in layout between ranks).
+// movement collective's types may differ in layout between ranks), except the allgather that
+// HIER_QUANT may quantize: its values' type (the signature's, the same on every rank) has
+// quantization kernels and HIER_QUANT_CHECK is off; a rank whose device layout is not dense then
+// fails the call (MPI_ERR_BUFFER, as a reduction's rank mixing host and device memory does).
 template <Fn B, class... Args>
 bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
   if constexpr (kReductions<B>)
     return exec::type_info(s.type).dense && exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
+  if constexpr (B == Fn::Allgather)
+    return config::get().quant_for(s.coll) != config::Quant::Off && config::get().quant_check_every <= 0 &&
+           exec::device_quantizable(dtype::signature_elem(s.type));
   return false;
 }
 
-// The report's key of a call run by libhier's schedule bound to device buffers, by form.
-inline const char* hier_device_key(const MPI_Request* req) {
-  return !req ? "hier_device" : exec::persistent_init_scope() ? "hier_device_persistent" : "hier_device_nonblocking";
+// The report's key of a call run by libhier's schedule bound to device buffers, by form, and
+// whether it ran quantized.
+inline const char* hier_device_key(const MPI_Request* req, bool quantized) {
+  if (!req) return quantized ? "hier_device_quant" : "hier_device";
+  if (exec::persistent_init_scope()) return quantized ? "hier_device_quant_persistent" : "hier_device_persistent";
+  return quantized ? "hier_device_quant_nonblocking" : "hier_device_nonblocking";
 }
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
@@ -153,9 +162,8 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
         device::note_untouched(kind, config::coll_key(s.coll));
         return passthrough(fwd);
       }
-      // Quantized calls on device buffers are blocking ones (their nonblocking forms go to the MPI).
       const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;
-      device::note_untouched(kind, quantized ? "hier_device_quant" : hier_device_key(req));
+      device::note_untouched(kind, hier_device_key(req, quantized));
       return {ran->rc, ran->algo};
     }
   }
