@@ -91,39 +91,53 @@ template <Fn B>
 constexpr bool kDeviceSchedules = kReductions<B> || B == Fn::Allgather || B == Fn::Allgatherv || B == Fn::Bcast ||
                                   B == Fn::Alltoall || B == Fn::Gather || B == Fn::Scatter;
 
+// Whether a call that may run quantized (HIER_QUANT on its collective) stages its device buffers
+// (binds_device): the module has no quantization kernels for its values (MPIX_C_FLOAT16) or
+// HIER_QUANT_CHECK is on (the check's copies and comparison are host code). From what every rank
+// shares: the configuration and the values' type (the allgather's: its signature's).
+template <Fn B>
+bool quant_stages(const coll_device::Shape& s) {
+  if (config::get().quant_for(s.coll) == config::Quant::Off) return false;
+  const MPI_Datatype elem = B == Fn::Allgather ? dtype::signature_elem(s.type) : s.type;
+  return exec::quant_elem(elem) && (!exec::device_quantizable(elem) || config::get().quant_check_every > 0);
+}
+
 // Persistent collectives on a device_hier communicator: the request keeps its binding for every
 // MPI_Start, so a rank whose device buffers cannot be bound has no copies to fall back on. So
 // only reductions whose (type, op) has a kernel on a dense type run libhier's schedule: decided
 // from the type and op, which every rank passes alike. The others go to the MPI on every rank (a
-// movement collective's types may differ in layout between ranks).
+// movement collective's types may differ in layout between ranks), except the allgather that
+// HIER_QUANT may quantize: its values' type (the signature's, the same on every rank) has
+// quantization kernels and HIER_QUANT_CHECK is off; a rank whose device layout is not dense then
+// fails the call (MPI_ERR_BUFFER, as a reduction's rank mixing host and device memory does).
+// A call that would stage (quant_stages) has no copies at MPI_Start either: to the MPI.
 template <Fn B, class... Args>
 bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
+  if (quant_stages<B>(s)) return false;
   if constexpr (kReductions<B>)
     return exec::type_info(s.type).dense && exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
+  if constexpr (B == Fn::Allgather)
+    return config::get().quant_for(s.coll) != config::Quant::Off && exec::device_quantizable(dtype::signature_elem(s.type));
   return false;
 }
 
-// The report's key of a call run by libhier's schedule bound to device buffers, by form.
-inline const char* hier_device_key(const MPI_Request* req) {
-  return !req ? "hier_device" : exec::persistent_init_scope() ? "hier_device_persistent" : "hier_device_nonblocking";
+// The report's key of a call run by libhier's schedule bound to device buffers, by form, and
+// whether it ran quantized.
+inline const char* hier_device_key(const MPI_Request* req, bool quantized) {
+  if (!req) return quantized ? "hier_device_quant" : "hier_device";
+  if (exec::persistent_init_scope()) return quantized ? "hier_device_quant_persistent" : "hier_device_persistent";
+  return quantized ? "hier_device_quant_nonblocking" : "hier_device_nonblocking";
 }
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
 // memory of a dense type, and a reduction has a kernel. A local choice (the schedule is the same
-// whatever the binding): otherwise the rank stages, or runs on its host buffers. A call that may
-// run quantized (HIER_QUANT on its collective) stages where the module has no quantization
-// kernels for its values (MPIX_C_FLOAT16) or HIER_QUANT_CHECK is on (the check's copies and
-// comparison are host code).
+// whatever the binding): otherwise the rank stages, or runs on its host buffers (quant_stages).
 template <Fn B, class... Args>
 bool binds_device(const coll_device::Shape& s, const Args&... a) {
   for (int i = 0; i < s.n; ++i)
     if (s.used(i) && (device::classify(*s.buf[i].slot) != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
       return false;
-  if (config::get().quant_for(s.coll) != config::Quant::Off) {
-    const MPI_Datatype elem = B == Fn::Allgather ? dtype::signature_elem(s.type) : s.type;
-    if (exec::quant_elem(elem) && (!exec::device_quantizable(elem) || config::get().quant_check_every > 0))
-      return false;
-  }
+  if (quant_stages<B>(s)) return false;
   // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
   // position, since MPICH's handles are all ints.
   if constexpr (kReductions<B>) return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
@@ -153,9 +167,8 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
         device::note_untouched(kind, config::coll_key(s.coll));
         return passthrough(fwd);
       }
-      // Quantized calls on device buffers are blocking ones (their nonblocking forms go to the MPI).
       const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;
-      device::note_untouched(kind, quantized ? "hier_device_quant" : hier_device_key(req));
+      device::note_untouched(kind, hier_device_key(req, quantized));
       return {ran->rc, ran->algo};
     }
   }

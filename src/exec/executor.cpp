@@ -111,11 +111,11 @@ int Machine::device_local(const sched::Step& s) {
 }
 
 // The quantization steps on device buffers, as the module's kernels: the same bits as
-// quant_local above. Quantize with error feedback: the call site's residual (host memory, kept
-// across calls whatever the binding) goes to its device copy, x += r, the records, then
-// r = x - deq(records) and back to the host; flush() waits for all of it before the records
-// cross. DequantizeReduce: the first part dequantized, the others added in order (the host
-// adds the first onto zeros: the same bits, since no dequantized value is -0).
+// quant_local above. Quantize with error feedback: x += r with the call site's residual (in
+// device memory on a device binding, kept across calls: exec/quant_call.cpp), the records, then
+// r = x - deq(records) in place; flush() waits for all of it before the records cross.
+// DequantizeReduce: the first part dequantized, the others added in order (the host adds the
+// first onto zeros: the same bits, since no dequantized value is -0).
 int Machine::device_quant(const sched::Step& s) {
   const int64_t n = s.count, B = s_.quant_block, esz = b_.info->size;
   const int bits = s_.quant_bits;
@@ -125,13 +125,9 @@ int Machine::device_quant(const sched::Step& s) {
     case Kind::Quantize: {
       char* x = at(s.src);
       char* r = s.residual >= 0 && b_.residual ? b_.residual + s.residual * esz : nullptr;
-      char* rd = r ? b_.residual_dev + s.residual * esz : nullptr;
-      if (r && !b_.residual_dev) return MPI_ERR_INTERN;
-      int rc = MPI_SUCCESS;
-      if (rd && (rc = d.copy(rd, r, n * esz)) == MPI_SUCCESS) rc = d.reduce(rd, x, n, b_.type, MPI_SUM);
+      int rc = r ? d.reduce(r, x, n, b_.type, MPI_SUM) : MPI_SUCCESS;
       if (rc == MPI_SUCCESS) rc = d.quantize(bits, b_.type, x, n, B, at(s.dst));
-      if (rd && rc == MPI_SUCCESS && (rc = d.feedback(bits, b_.type, at(s.dst), x, n, B, rd)) == MPI_SUCCESS)
-        rc = d.copy(r, rd, n * esz);
+      if (r && rc == MPI_SUCCESS) rc = d.feedback(bits, b_.type, at(s.dst), x, n, B, r);
       return rc;
     }
     case Kind::Dequantize: return d.dequantize(bits, b_.type, at(s.src), n, B, at(s.dst), false);

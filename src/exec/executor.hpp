@@ -35,13 +35,10 @@ struct Binding {
   Blocks* blocks = nullptr;
   ScratchSet* tmp = nullptr;  // for steps libhier runs itself (exec/direct.hpp); null: never
   // Quantized schedules (Schedule::quant_bits): the Records buffer (byte offsets), and the call
-  // site's residual (Schedule::residual values of `type`; null: no error feedback this call).
+  // site's residual (Schedule::residual values of `type`; null: no error feedback this call),
+  // device memory where the Quantize steps' values are (exec/quant_call.cpp).
   char* records = nullptr;
   char* residual = nullptr;
-  // A quantized schedule bound on the device: device memory for the residual's values (as many
-  // as `residual`'s), which a Quantize step fills from the host residual, updates with the
-  // module's kernels and copies back (exec/quant_call.cpp reserves it at the miss).
-  char* residual_dev = nullptr;
   // Where each buffer lives, indexed by sched::Buf (Send, Recv, Scratch, Records): a Device
   // buffer goes as it is to the (GPU-aware) MPI in level steps, and local steps on it run as
   // `dev`'s kernels (exec/device_steps.hpp); host code never reads it. `tmp` must then be device

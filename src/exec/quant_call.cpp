@@ -1,6 +1,7 @@
 #include "exec/quant_call.hpp"
 
 #include <cstring>
+#include <vector>
 
 #include "exec/direct.hpp"
 #include "exec/request.hpp"
@@ -25,10 +26,18 @@ int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 int64_t records_at(const sched::Schedule& s, const TypeInfo& t) { return align64(s.scratch * t.size); }
 int64_t check_at(const sched::Schedule& s, const TypeInfo& t) { return align64(records_at(s, t) + s.records); }
 int64_t memory_bytes(const sched::Schedule& s, const TypeInfo& t, int64_t check) { return check_at(s, t) + check; }
-// On a device binding (exec/device_steps.hpp), the same values and records in device memory,
-// then the device copy of the residual where the check's copies would be (a call bound on the
-// device is never checked: the dispatch stages those, core/dispatch_coll.hpp).
-int64_t device_bytes(const sched::Schedule& s, const TypeInfo& t) { return check_at(s, t) + s.residual * t.size; }
+// On a device binding (exec/device_steps.hpp), the same values and records in device memory
+// (a call bound on the device is never checked: the dispatch stages those, core/dispatch_coll.hpp).
+int64_t device_bytes(const sched::Schedule& s, const TypeInfo& t) { return check_at(s, t); }
+
+// The error feedback's residual of a call bound on the device stays in device memory across
+// calls (quant/feedback.hpp: keyed and kept as the host's), zeroed through the module at first.
+bool zero_device(void* p, size_t bytes) {
+  const DeviceOps* d = device_ops();
+  const std::vector<char> zeros(bytes);
+  return d && d->copy(p, zeros.data(), static_cast<int64_t>(bytes)) == MPI_SUCCESS && d->sync() == MPI_SUCCESS;
+}
+const quant::ResidualMemory kDeviceResidual{device_alloc, device_free, zero_device};
 
 // Record bytes this rank sends to other nodes in the schedule's steps across nodes.
 int64_t cross_bytes_sent(const sched::Schedule& s, const topo::Levels& lv) {
@@ -102,7 +111,7 @@ int start_exact(QuantCall& q, char* chk) {
 // program's order of calls on every rank: takes the site's residual, samples the check
 // (check_this_call) and, when sampled, saves the exact collective's input and starts it.
 int begin(QuantCall& q, char* chk) {
-  q.res = quant::residual(q.site, q.s->residual * q.t.size);
+  q.res = quant::residual(q.site, q.s->residual * q.t.size, q.on_device ? &kDeviceResidual : nullptr);
   q.check = quant::check_this_call(q.ctx, q.coll);
   if (!q.check) return MPI_SUCCESS;
   if (!q.in) {
@@ -131,11 +140,11 @@ int finish(QuantCall& q, char* chk, bool request) {
 }
 
 // The blocking call: q's schedule on the context's memory, reserved at the miss. Bound on the
-// device (device_call(): the user's buffers are device memory): its values, records and
-// residual copy in the context's device scratch, the steps as the module's kernels.
+// device (q.on_device): its values and records in the context's device scratch, the residual in
+// device memory of its own, the steps as the module's kernels.
 int run_blocking(QuantCall& q) {
   Context* ctx = q.ctx;
-  const bool on_device = device_call();
+  const bool on_device = q.on_device;
   char* mem = on_device ? ctx->dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
                         : ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes)));
   if (!mem) return MPI_ERR_NO_MEM;
@@ -146,10 +155,7 @@ int run_blocking(QuantCall& q) {
   Binding b;
   bind(b, q, mem);
   b.tmp = &ctx->tmp;
-  if (on_device) {
-    bind_device(b, *ctx);
-    b.residual_dev = mem + check_at(*q.s, q.t);
-  }
+  if (on_device) bind_device(b, *ctx);
   rc = run(*q.s, *ctx->levels, b);
   if (rc == MPI_SUCCESS) return finish(q, chk, false);
   if (q.exact != MPI_REQUEST_NULL) PMPI_Wait(&q.exact, MPI_STATUS_IGNORE);  // every rank started it
@@ -159,7 +165,9 @@ int run_blocking(QuantCall& q) {
 // The nonblocking call (persistent inside a PersistentInit scope): q's schedule as a request,
 // on memory of its own in q's layout. begin() runs at every start (`before`): the residual is
 // taken and held per start, the check's exact collective becomes a side request the request
-// completes with; finish() runs at every successful completion (`after`).
+// completes with; finish() runs at every successful completion (`after`). Bound on the device
+// (q.on_device) as the exact requests are (exec/coll_reductions.cpp): device memory of its own,
+// the local steps as the module's kernels, waited for before the request completes.
 int start_quant_request(std::unique_ptr<QuantCall> qp, MPI_Request* out) {
   std::shared_ptr<QuantCall> q(std::move(qp));
   auto r = std::make_unique<CollRequest>();
@@ -170,11 +178,13 @@ int start_quant_request(std::unique_ptr<QuantCall> qp, MPI_Request* out) {
     hold_type(*r, q->st);
     hold_type(*r, q->rt);
   }
-  make_blocks(*q);
-  char* mem = request_scratch(*r, memory_bytes(*q->s, q->t, q->check_bytes), &q->t);
+  const bool dev = q->on_device;
+  if (dev) bind_device(r->b, *q->ctx);  // request_scratch then gives device memory
+  make_blocks(*q, dev ? device_ops() : nullptr);
+  char* mem = request_scratch(*r, dev ? device_bytes(*q->s, q->t) : memory_bytes(*q->s, q->t, q->check_bytes), &q->t);
   if (!mem) return MPI_ERR_NO_MEM;
   bind(r->b, *q, mem);
-  char* chk = mem + check_at(*q->s, q->t);
+  char* chk = dev ? nullptr : mem + check_at(*q->s, q->t);
   CollRequest* rp = r.get();  // the hooks are rp's: they never outlive it
   r->before = [rp, q, chk] {
     const int rc = begin(*q, chk);
@@ -218,6 +228,7 @@ int64_t check_bytes_if(int64_t bytes) { return config::get().quant_check_every >
 
 Ran run_or_start(std::unique_ptr<QuantCall> q, MPI_Request* req) {
   const diag::AlgoTag algo = q->bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
+  q->on_device = device_call();
   if (req) return {start_quant_request(std::move(q), req), algo};
   return {run_blocking(*q), algo};
 }

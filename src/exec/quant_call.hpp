@@ -85,6 +85,9 @@ struct QuantCall {
   // samples this one and its exact collective while it runs.
   std::shared_ptr<char[]> res;
   bool check = false;
+  // The user's buffers are device memory (device_call() where the call was made): the schedule
+  // is bound on the device, blocking or as a request, and the residual lives in device memory.
+  bool on_device = false;
   MPI_Request exact = MPI_REQUEST_NULL;
 };
 

@@ -2,6 +2,7 @@
 // residual per call site, kept across calls, within HIER_QUANT_FEEDBACK's cap in bytes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -16,7 +17,16 @@ namespace hier::quant {
 // quantize steps run one at a time (exec/request.cpp's lock; a blocking call on the
 // communicator first completes its requests), each adding what the previous one left, so the
 // errors still telescope over the calls, in the order their quantize steps ran.
-std::shared_ptr<char[]> residual(const Site& site, int64_t bytes);
+//
+// `where`: memory of an allocator's instead of the host's (the device's, for a call bound to
+// device buffers: exec/quant_call.cpp), zeroed by it. A site's residual lives in one kind of
+// memory: asked for in the other (a host address reused for device memory), it starts anew.
+struct ResidualMemory {
+  void* (*alloc)(size_t bytes);
+  void (*release)(void* p);
+  bool (*zero)(void* p, size_t bytes);
+};
+std::shared_ptr<char[]> residual(const Site& site, int64_t bytes, const ResidualMemory* where = nullptr);
 
 // For the report: the residuals' bytes, their sites, the calls that had one and the sites refused.
 struct FeedbackTotals {

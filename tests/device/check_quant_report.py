@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
 """Checks rank 0's finalize report of a device_quant run (tests/device/quant_test.cpp): which path
-the collectives on device buffers took, and that the quantized ones ran quantized."""
+the collectives on device buffers took, and that the quantized ones ran quantized, in every form:
+  check_quant_report.py REPORT MODE [--mpi4]
+(--mpi4: an MPI with persistent collectives, whose quantized persistent calls must be counted)."""
 import json
 import sys
 
 path, mode = sys.argv[1], sys.argv[2]
+mpi4 = "--mpi4" in sys.argv[3:]
 with open(path) as f:
     rep = json.load(f)
 dev = rep.get("device", {}).get("device", {})
 by_call, by_path = dev.get("by_call", {}), dev.get("by_path", {})
 quant = by_call.get("hier_device_quant", 0)
-algos = {f: rep["functions"].get(f, {}).get("algorithms", {})
-         for f in ("MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Allgather")}
+forms = {"": "hier_device_quant", "I": "hier_device_quant_nonblocking"}
+if mpi4:
+    forms["_init"] = "hier_device_quant_persistent"
+names = ("Allreduce", "Reduce_scatter_block", "Reduce_scatter", "Allgather")
+algos = {}
+for form in forms:
+    for n in names:
+        f = f"MPI_I{n.lower()}" if form == "I" else f"MPI_{n}{form}"
+        algos[f] = rep["functions"].get(f, {}).get("algorithms", {})
 problems = []
 if mode == "nomem":
     # No device memory on rank 1 at any miss: every call went to the GPU-aware MPI on every rank.
@@ -25,11 +35,16 @@ elif mode == "three_levels":
 else:
     # Per (count >= one block per rank, type, in place or not, collective) three calls quantized.
     want = "hier_int8" if mode.startswith("int8") else "hier_int4"
-    if quant < 16 or "staged" in by_call:
-        problems.append(f"{quant} quantized calls on device buffers (want >= 16), or some staged")
+    for key in forms.values():
+        if by_call.get(key, 0) < 16:
+            problems.append(f"{by_call.get(key, 0)} calls counted as {key} (want >= 16)")
+    if "staged" in by_call:
+        problems.append("some calls staged")
     for f, a in algos.items():
         if a.get(want, {}).get("calls", 0) < 4:
             problems.append(f"{f} ran {want} fewer than 4 times: {a}")
+if not mpi4 and any(k.endswith("persistent") for k in by_call):
+    problems.append("persistent calls counted on an MPI without them")
 if by_path.get("hier_device", 0) != sum(n for k, n in by_call.items() if k.startswith("hier_device")):
     problems.append("by_path's hier_device is not the sum of hier_device and hier_device_quant")
 if problems:

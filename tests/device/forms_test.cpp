@@ -21,24 +21,11 @@
 
 #include "../support/world.hpp"
 #include "dev_buffer.hpp"
+#include "forms.hpp"
 
 namespace {
 
 using hier::test::Dev;
-
-enum class Form { Blocking, Nonblocking, Persistent };
-const char* name_of(Form f) { return f == Form::Blocking ? "blocking" : f == Form::Nonblocking ? "nonblocking" : "persistent"; }
-
-// One call's three forms, by name: MPI_X(args), MPI_Ix(args, q), MPI_X_init(args, info, q).
-#if MPI_VERSION >= 4
-#define HIER_INIT(name, ...) MPI_##name##_init(__VA_ARGS__, MPI_INFO_NULL, q)
-#else
-#define HIER_INIT(name, ...) MPI_ERR_OTHER
-#endif
-#define ISSUE(name, iname, ...)                                                                  \
-  (f == Form::Blocking      ? MPI_##name(__VA_ARGS__)                                                     \
-   : f == Form::Nonblocking ? MPI_##iname(__VA_ARGS__, q)                                                 \
-                            : HIER_INIT(name, __VA_ARGS__))
 
 using hier::test::rank_;
 using hier::test::size_;
