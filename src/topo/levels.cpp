@@ -1,5 +1,7 @@
 #include "topo/levels.hpp"
 
+#include <algorithm>
+
 #include "diag/log.hpp"
 #include "topo/discover.hpp"
 #include "util/inject.hpp"
@@ -120,11 +122,13 @@ std::unique_ptr<Levels> build_levels(MPI_Comm internal, const config::Config& cf
     return nullptr;  // frees whatever this rank created
   }
   if (cfg.shm != config::ShmMode::Off) {
-    // In creation order (steps, then the node), the levels inside a node only.
+    // In creation order (steps, then the node), the levels inside a node only, each once (with
+    // two levels the node is step 0): a member that failed to map one must not try it again
+    // where the others, which mapped it, do not (open_segment is collective).
     std::vector<MPI_Comm> inside;
     for (int j = 0; j < static_cast<int>(lv->step.size()); ++j)
       if (s.inside_node(Shape::Comm::Step, j)) inside.push_back(lv->step[j]);
-    inside.push_back(lv->node);
+    if (std::find(inside.begin(), inside.end(), lv->node) == inside.end()) inside.push_back(lv->node);
     std::erase(inside, MPI_COMM_NULL);
     attach_segments(*lv, inside);
   }
