@@ -5,7 +5,8 @@
 # repetitions; prints the median of the per-run medians (ms) and the packets dropped. Needs root.
 #   bench/hier-bench/shm_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:4 4:2")
 # VARIANTS="..." picks variants: mpi exact exact_shm int8 int8_shm (the default set), int4 int4_shm
-# (HIER_QUANT=int4), int8_auto int4_auto (quantized, HIER_SHM=auto), default
+# (HIER_QUANT=int4), int8_auto int4_auto (quantized, HIER_SHM=auto), int8_shm_c2m int4_c1m ...
+# (quantized, HIER_CHUNK=2m / 1m, node steps through the segment / as messages; c0: unchunked), default
 # (no HIER_* set: the planner's choice, HIER_SHM=off), default_auto (the same with HIER_SHM=auto)
 # and probe (link-probe, the floor).
 cd "$(dirname "$0")/../.."
@@ -29,6 +30,9 @@ run() { # nodes ppn variant rep
     int4_shm) envs=(HIER_ALGO=hier HIER_QUANT=int4 HIER_SHM=on);;
     int8_auto) envs=(HIER_ALGO=hier HIER_QUANT=int8 HIER_SHM=auto);;
     int4_auto) envs=(HIER_ALGO=hier HIER_QUANT=int4 HIER_SHM=auto);;
+    int8_shm_c*|int4_shm_c*)             # pipelined: int8_shm_c2m = HIER_CHUNK=2m (c0: unchunked)
+      envs=(HIER_ALGO=hier HIER_QUANT=${v%%_*} HIER_SHM=on HIER_CHUNK=${v#*_shm_c});;
+    int8_c*|int4_c*) envs=(HIER_ALGO=hier HIER_QUANT=${v%%_*} HIER_SHM=off HIER_CHUNK=${v#*_c});;
     default) envs=(HIER_SHM=off);;      # what a user gets today: the planner's choice, message steps
     default_auto) envs=(HIER_SHM=auto);;  # the planner's choice, with auto as the default would be
     probe) envs=();;                     # link-probe: the floor (pair traffic, no reduction, no libhier)

@@ -119,6 +119,7 @@ std::optional<Ran> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   const auto s = quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), t, check_bytes,
                                 [&](int) { return sched::build_quant_allreduce(lv.shape, rank, count, in_place, qp); });
   if (!s) return std::nullopt;
+  if (s->chunks > 1) note_pipelined(Coll::Allreduce, s->chunks);  // the report's "pipeline" section
   HIER_TRACE("exec", "rank %d: MPI_Allreduce%s of %d %s quantized %s, block %lld, across %d nodes of %d", lv.rank,
              form(req), count, elem_name(type), bits == 8 ? "int8" : "int4",
              static_cast<long long>(kb()), lv.shape.nnodes, lv.shape.dims[0]);

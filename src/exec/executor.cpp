@@ -36,7 +36,7 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
 
 int route_shm(sched::Schedule& s, const topo::Levels& lv) {
   if (lv.segments.empty()) return 0;
-  return sched::route_shm(s, [&lv](const sched::CommRef& c) { return lv.segment(comm_of(c, lv)) != nullptr; });
+  return sched::route_shm(s, lv.shape, [&lv](const sched::CommRef& c) { return lv.segment(comm_of(c, lv)) != nullptr; });
 }
 
 Machine::Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking)
@@ -307,23 +307,28 @@ void Machine::start_group() {
 }
 
 namespace {
-// Whether every step of a group is complete, testing each once in order (shared-memory steps
-// advance as far as their peers allow; a step's finish, as the direct exchanges', runs later in
-// Pending::complete). An error counts as complete: Pending::complete reports it.
+// Whether every step of a group is complete, testing each once (shared-memory steps advance as
+// far as their peers allow; a step's finish, as the direct exchanges', runs later in
+// Pending::complete). Every step is tested on every pass, also after an incomplete one: a
+// pipelined wave's shared-memory reduce-scatter of one chunk must advance while the messages
+// of an older chunk cross the link, and those messages progress only while tested (stopping at
+// the first incomplete step ran the wave's steps one after the other). An error counts as
+// complete: Pending::complete reports it.
 bool group_complete(std::vector<Pending>& pending, size_t n) {
+  bool all = true;
   for (size_t k = 0; k < n; ++k) {
     Pending& pd = pending[k];
     if (pd.shm) {
-      if (!shm::advance(*pd.shm)) return false;
+      all &= shm::advance(*pd.shm);
       continue;
     }
     if (pd.reqs.empty()) continue;
     int flag = 0;
     if (PMPI_Testall(static_cast<int>(pd.reqs.size()), pd.reqs.data(), &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      return true;
-    if (!flag) return false;
+      continue;
+    all &= flag != 0;
   }
-  return true;
+  return all;
 }
 }  // namespace
 

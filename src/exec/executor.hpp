@@ -47,8 +47,9 @@ struct Binding {
   const DeviceOps* dev = nullptr;  // set whenever some buffer is Device
 };
 
-// Marks Via::Shm the steps of `s` on level communicators that have a shared-memory segment
-// (HIER_SHM; sched/transport.hpp), the same on every rank. Returns how many.
+// Marks Via::Shm the steps of `s` on the level communicators inside a node that have a
+// shared-memory segment (HIER_SHM; sched::route_shm, the rule the planner costs), the same on
+// every rank. Returns how many.
 int route_shm(sched::Schedule& s, const topo::Levels& lv);
 
 // Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a

@@ -514,7 +514,8 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
     if (mine.steps[i].wave >= 0)
       while (j < n && mine.steps[j].wave == mine.steps[i].wave) ++j;
     // The CPU's work (local copies, reductions) runs one piece after another; communication on
-    // one level too, while the two levels overlap (Model::overlap).
+    // one level too (a step through the segment included), while the two levels overlap
+    // (Model::overlap).
     double cpu = 0, level[2] = {0, 0};
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = mine.steps[k];
@@ -524,7 +525,11 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
       }
       const int flows = flows_of(st, k);
       const double all = step_cost(st, rank, s, m, ub, flows, true, mine.quant_bits);
-      const double comm = step_cost(st, rank, s, m, ub, flows, false, mine.quant_bits);
+      // A step through the segment is its level's whole work, folds included: its copies and
+      // folds alternate round by round, and the wave's messages on the other level progress
+      // between its rounds (exec::Machine::complete_group), so all of it overlaps them.
+      const double comm =
+          st.via == sched::Via::Shm ? all : step_cost(st, rank, s, m, ub, flows, false, mine.quant_bits);
       cpu += all - comm;
       level[level_of(st.comm, s) == LevelKind::Intra ? 0 : 1] += comm + m.step_overhead_ns;
     }
@@ -535,11 +540,6 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
   return t;
 }
 
-void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape) {
-  const int outer = shape.nlevels() - 1;
-  sched::route_shm(s, [outer](const sched::CommRef& c) {
-    return c.on == sched::On::Node || (c.on == sched::On::Step && c.level < outer);
-  });
-}
+void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape) { sched::route_shm(s, shape); }
 
 }  // namespace hier::model

@@ -98,8 +98,9 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
             int64_t unit_bytes);
 
 // HIER_SHM as the planner assumes it: the level steps the transport runs on the communicators
-// inside a node (the node, and every cartesian step level but the outermost) marked Via::Shm.
-// (At run time, exec::route_shm marks those whose members could map a segment.)
+// inside a node (sched::route_shm's rule: the node, and every cartesian step level but the
+// outermost) marked Via::Shm. (At run time, exec::route_shm marks the same, where the members
+// could map a segment.)
 void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape);
 
 // Whether a reduce-scatter, allgather(v), bcast or reduce step through the segment (`members` of them, elements

@@ -14,6 +14,9 @@ namespace {
 
 using config::Coll;
 
+// The chunk counts the planner also costs for a pipelined quantized call (HIER_CHUNK=auto).
+constexpr int kQuantChunkCounts[] = {2, 4, 8};
+
 // The row's quantized builder (config/collectives.def's QuantBuilder column); a row has one
 // exactly where its Quantized column says so.
 constexpr sched::QuantBuilder kQuantBuilders[] = {
@@ -89,10 +92,17 @@ std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m
   const int64_t units = call.coll == Coll::Allreduce ? v : v / std::max(ranks, 1);
   if (cfg.chunk_bytes >= 0) return {sched::chunk_count(units, call.bytes, cfg.chunk_bytes, cfg.quant_block)};
   std::vector<int> out{1};
-  for (int64_t c : m.chunk_bytes[static_cast<size_t>(call.coll)]) {
-    const int n = sched::chunk_count(units, call.bytes, c, cfg.quant_block);
+  auto offer = [&](int64_t chunk_bytes) {
+    const int n = sched::chunk_count(units, call.bytes, chunk_bytes, cfg.quant_block);
     if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
-  }
+  };
+  for (int64_t c : m.chunk_bytes[static_cast<size_t>(call.coll)]) offer(c);
+  // And a few chunks whatever the exact schedule's sizes: the quantized schedule's steps are
+  // few and large (a node reduce-scatter, then two record exchanges across the link), so a few
+  // chunks are where its node work could hide under the link's transfers; the IR's costs
+  // decide (every chunk pays its steps' rounds again: with round latencies of milliseconds, as
+  // measured on an oversubscribed node, one chunk stays cheapest).
+  for (int n : kQuantChunkCounts) offer((call.bytes + n - 1) / n);
   return out;
 }
 

@@ -60,8 +60,9 @@ sched::Schedule build_quant_for(const Call& call, const topo::Shape& shape, int 
                                 int chunks, const Model& m);
 
 // The chunk counts the planner tries for the quantized schedule of `call` on `ranks` ranks:
-// HIER_CHUNK's one (cut at cfg.quant_block boundaries), or 1 and those of the model's
-// chunk_bytes for the collective (HIER_CHUNK=auto). {1} where the schedule is not pipelined.
+// HIER_CHUNK's one (cut at cfg.quant_block boundaries), or 1, those of the model's
+// chunk_bytes for the collective and 2, 4 and 8 chunks (HIER_CHUNK=auto). {1} where the schedule
+// is not pipelined.
 std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m, const config::Config& cfg);
 
 // The planner's hook: with HIER_QUANT allowing `call.coll` and the call at least the floor, sets

@@ -1,5 +1,7 @@
 #include "topo/levels.hpp"
 
+#include <algorithm>
+
 #include "diag/log.hpp"
 #include "topo/discover.hpp"
 #include "util/inject.hpp"
@@ -25,8 +27,8 @@ bool wants_physical(const config::Config& cfg) {
   return false;
 }
 
-// HIER_SHM: a segment for each level communicator (of 2 members or more) whose members share
-// memory, then one agreement: a member that could not map one means no segment on any rank.
+// HIER_SHM: a segment for each level communicator inside a node (Shape::inside_node) of 2
+// members or more whose members share memory, then one agreement: a member that could not map one means no segment on any rank.
 // Every rank visits its communicators in the order they were created (as their creation did),
 // so the collectives over each never wait on each other in a cycle. The names are unlinked once
 // every member has mapped them: a rank killed later leaves nothing in /dev/shm.
@@ -119,8 +121,17 @@ std::unique_ptr<Levels> build_levels(MPI_Comm internal, const config::Config& cf
     if (failed) *failed = ok ? 1 : 2;
     return nullptr;  // frees whatever this rank created
   }
-  if (cfg.shm != config::ShmMode::Off)
-    attach_segments(*lv, lv->owned_);
+  if (cfg.shm != config::ShmMode::Off) {
+    // In creation order (steps, then the node), the levels inside a node only, each once (with
+    // two levels the node is step 0): a member that failed to map one must not try it again
+    // where the others, which mapped it, do not (open_segment is collective).
+    std::vector<MPI_Comm> inside;
+    for (int j = 0; j < static_cast<int>(lv->step.size()); ++j)
+      if (s.inside_node(Shape::Comm::Step, j)) inside.push_back(lv->step[j]);
+    if (std::find(inside.begin(), inside.end(), lv->node) == inside.end()) inside.push_back(lv->node);
+    std::erase(inside, MPI_COMM_NULL);
+    attach_segments(*lv, inside);
+  }
   return lv;
 }
 

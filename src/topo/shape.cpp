@@ -156,6 +156,11 @@ std::vector<int> Shape::members(int rank, Comm which, int level) const {
   return m;
 }
 
+bool Shape::inside_node(Comm which, int level) const {
+  if (which == Comm::Node) return true;
+  return which == Comm::Step && cartesian && level < nlevels() - 1;
+}
+
 std::string Shape::describe() const {
   std::ostringstream o;
   if (!nested) return "not nested (flat)";

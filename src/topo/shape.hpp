@@ -56,6 +56,13 @@ struct Shape {
   // them from it and the schedule simulator of the tests uses it.
   enum class Comm { Step, Node, Cross, Leaders };
   std::vector<int> members(int rank, Comm which, int level = 0) const;
+  // Whether a level communicator lies inside one node: the node communicator, and every
+  // cartesian step level but the outermost (which crosses the nodes). The one rule of which
+  // levels get a shared segment (HIER_SHM: topo::build_levels attaches them, the executor and
+  // the planner route through them, sched::route_shm); a level across nodes never does, even
+  // where all its members share memory (HIER_LEVELS fakes on one machine), so that the planner
+  // costs what runs and a one-host test runs what a cluster runs.
+  bool inside_node(Comm which, int level = 0) const;
 };
 
 // Reduces the table to the levels that matter (drops levels that split nothing or repeat the

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Runs two commands (separated by ---) and requires the same output, at least one line: the
 quantized collectives through shared-memory steps and through message steps (quant_bits.cpp).
-usage: same_bits.py CHECK_REPORT REPORT_OFF REPORT_ON -- CMD_OFF... --- CMD_ON...
+usage: same_bits.py CHECK_REPORT REPORT_OFF REPORT_ON [CHECK_FLAG...] -- CMD_OFF... --- CMD_ON...
 Then rank 0's reports: the first run ran no step through shared memory, the second ran the node
 reduce-scatter and allgather(v) through it (check_report.py --no-shm / --shm), so that equal
-outputs are not two runs of the same path."""
+outputs are not two runs of the same path; both pass check_report.py's CHECK_FLAGs too (e.g.
+--pipelined allreduce: the runs compared were chunked)."""
 import subprocess, sys
 
 def main():
     check, rep_off, rep_on = sys.argv[1:4]
+    extra = sys.argv[4:sys.argv.index("--")]
     rest = sys.argv[sys.argv.index("--") + 1:]
     split = rest.index("---")
     runs = []
@@ -30,7 +32,7 @@ def main():
         return 1
     print(f"same_bits: {len(off)} cases, the same bits through messages and through shared memory")
     for rep, flag in ((rep_off, ["--no-shm"]), (rep_on, ["--shm", "reduce_scatter", "allgatherv"])):
-        if subprocess.run([sys.executable, check, rep] + flag).returncode != 0:
+        if subprocess.run([sys.executable, check, rep] + flag + extra).returncode != 0:
             return 1
     return 0
 

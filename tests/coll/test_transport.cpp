@@ -38,7 +38,7 @@ const std::function<bool(const CommRef&)> kNodeOnly = [](const CommRef& c) {
 std::vector<Schedule> routed(const std::vector<Schedule>& sc, const std::function<bool(const CommRef&)>& has) {
   std::vector<Schedule> out = sc;
   int marked = 0;
-  for (Schedule& s : out) marked += hier::sched::route_shm(s, has);
+  for (Schedule& s : out) marked += hier::sched::mark_shm(s, has);
   EXPECT_GT(marked, 0) << hier::sched::to_string(sc[0]);
   for (size_t r = 0; r < sc.size(); ++r) {
     EXPECT_EQ(out[r].steps.size(), sc[r].steps.size());

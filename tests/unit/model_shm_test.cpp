@@ -4,14 +4,18 @@
 // auto it routes them only where the segment's measured figures make them cheaper.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "model/cost.hpp"
+#include "model/cost_quant.hpp"
 #include "model/load.hpp"
 #include "model/plan.hpp"
 #include "model/shapes.hpp"
 #include "model_testing.hpp"
 #include "sched/build.hpp"
+#include "sched/transport.hpp"
 #include "shm/segment.hpp"
 
 namespace {
@@ -56,6 +60,11 @@ TEST(ModelShm, PlannerRoutesOnlyInsideNodes) {
     shm += st.via == sched::Via::Shm;
   }
   EXPECT_GE(shm, 2) << sched::to_string(x);  // the node reduce-scatter and allgather
+  // The executor's routing is the same rule: on one machine (HIER_LEVELS fakes) every level
+  // communicator could have a segment, yet only those inside a node are routed.
+  sched::Schedule y = sched::build_allreduce(s, 0, 1 << 20, false, sched::Algorithm::RsArAg, false);
+  sched::route_shm(y, s, [](const sched::CommRef&) { return true; });
+  EXPECT_EQ(sched::to_string(y), sched::to_string(x));
   // The planner's prediction changes with HIER_SHM (the node steps are costed from the rates).
   const model::Model m = rates();
   const model::Call call{config::Coll::Allreduce, 64 << 20, 4};
@@ -254,4 +263,48 @@ TEST(ModelShm, BuiltinDecisionsUnderAuto) {
   EXPECT_EQ(auto_decisions(F::OpenMPI, Coll::Bcast),               "Hs Hs Hs Hs Hs H2s Hs");
   EXPECT_EQ(auto_decisions(F::Mpich, Coll::Bcast),                 "Hs Hs Hs Hs Hs Hs Hs");
   // HIER_SHM=off plans as before (model_test.cpp's BuiltinDecisionsOnTheEmulatedCluster).
+}
+
+namespace {
+// A 16 MiB float allreduce quantized int8 on 2 x 4, node steps through the segment.
+struct QuantCase {
+  topo::Shape s = model::two_level(2, 4);
+  model::Call call{config::Coll::Allreduce, 16 << 20, 4};
+  config::Config cfg;
+  QuantCase() {
+    cfg.quant[static_cast<size_t>(config::Coll::Allreduce)] = config::Quant::Int8;
+    cfg.shm = config::ShmMode::On;
+  }
+  double cost(const model::Model& m, int chunks) const {
+    return model::quant_cost(call.coll, call.bytes, 4, s, m, 8, cfg.quant_block, chunks, true);
+  }
+};
+}  // namespace
+
+// The quantized schedule pipelined (docs/shm.md, "Pipelining"): HIER_CHUNK=auto offers 2, 4 and
+// 8 chunks besides the model's sizes, and a wave's step through the segment, folds included,
+// overlaps the cross messages of the older chunks. Where the node's work is slow against the
+// link's rounds, chunks pay and are chosen; with rounds of milliseconds (the built-in Open MPI
+// model: 8 ranks polling on 2 cores), every chunk's rounds cost more than the overlap saves.
+TEST(ModelShm, QuantChunksPickedWhereTheOverlapPays) {
+  QuantCase q;
+  const std::vector<int> offered = model::quant_chunk_options(q.call, q.s.size, model::builtin(model::Family::OpenMPI), q.cfg);
+  for (int c : {1, 2, 4, 8}) EXPECT_NE(std::find(offered.begin(), offered.end(), c), offered.end()) << c;
+  model::Model m = model::builtin(model::Family::OpenMPI);
+  model::Plan p = model::plan(q.call, q.s, m, q.cfg);
+  EXPECT_EQ(p.quant_bits, 8) << model::describe(p);
+  EXPECT_EQ(p.quant_chunks, 1) << model::describe(p);
+  EXPECT_GT(q.cost(m, 4), q.cost(m, 1));
+  // Fast rounds, a node whose segment steps take long (its cores shared): the node work of one
+  // chunk hides under the link's transfers of another.
+  m.inter.latency_ns = m.intra.latency_ns = 50000;
+  m.shm.copy_ns_per_byte = 0.5;
+  m.shm.reduce_ns_per_byte = 1.0;
+  EXPECT_LT(q.cost(m, 8), q.cost(m, 1));
+  p = model::plan(q.call, q.s, m, q.cfg);
+  EXPECT_GT(p.quant_chunks, 1) << model::describe(p);
+  EXPECT_DOUBLE_EQ(p.quant_ns, q.cost(m, p.quant_chunks));
+  // HIER_CHUNK given: that one only.
+  q.cfg.chunk_bytes = 0;
+  EXPECT_EQ(model::quant_chunk_options(q.call, q.s.size, m, q.cfg), std::vector<int>{1});
 }
