@@ -104,7 +104,9 @@ bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
 }
 
 // The report's key of a call run by libhier's schedule bound to device buffers, by form.
-inline const char* hier_device_key(const MPI_Request* req) {
+// staged: its message steps through host memory (exec::GpuPath::DeviceStaged).
+inline const char* hier_device_key(const MPI_Request* req, bool staged) {
+  if (staged) return !req ? "hier_staged" : exec::persistent_init_scope() ? "hier_staged_persistent" : "hier_staged_nonblocking";
   return !req ? "hier_device" : exec::persistent_init_scope() ? "hier_device_persistent" : "hier_device_nonblocking";
 }
 
@@ -141,7 +143,8 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   bool bind_device = false;
   const exec::GpuPath path = exec::gpu_path(s.comm, &bind_device);
   if (path == exec::GpuPath::ToMpi) return to_mpi<B>(fwd, s, kind, req, a...);
-  if (path == exec::GpuPath::DeviceHier) {
+  const bool step_staged = path == exec::GpuPath::DeviceStaged;  // (an MPI that is not GPU-aware)
+  if (path == exec::GpuPath::DeviceHier || step_staged) {
     // Decided from what every rank shares (the collective, its form, a persistent reduction's
     // type and op), never from buffers.
     if (!kDeviceSchedules<B> || (exec::persistent_init_scope() && !persistent_on_device<B>(s, a...)))
@@ -149,13 +152,11 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     if (kind != device::MemKind::Host && bind_device && binds_device<B>(s, a...)) {
       exec::DeviceCall scope;  // nonblocking: the request keeps the device binding (exec/request.hpp)
       auto ran = hierarchical<B>(req, a...);
-      if (!ran) {  // left flat: the device pointers to the GPU-aware MPI
-        device::note_untouched(kind, config::coll_key(s.coll));
-        return passthrough(fwd);
-      }
+      if (!ran) return to_mpi<B>(fwd, s, kind, req, a...);  // left flat: the MPI's own (on host copies where staged)
       // Quantized calls on device buffers are blocking ones (their nonblocking forms go to the MPI).
       const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;
-      device::note_untouched(kind, quantized ? "hier_device_quant" : hier_device_key(req));
+      const char* quant_key = step_staged ? "hier_staged_quant" : "hier_device_quant";
+      device::note_untouched(kind, quantized ? quant_key : hier_device_key(req, step_staged));
       return {ran->rc, ran->algo};
     }
   }
