@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dtype/canon.hpp"
+#include "../support/world.hpp"
 #include "dev_buffer.hpp"
 #include "reference.hpp"
 #include "typegen.hpp"
@@ -29,11 +30,7 @@ int64_t env_int(const char* name, int64_t dflt) {
   return v && *v ? std::strtoll(v, nullptr, 10) : dflt;
 }
 
-int rank_() {
-  int r = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
+using hier::test::rank_;
 
 // One message of `sent` elements of t into a receive of `count`, checked on rank 1.
 void exchange(MPI_Datatype t, int count, int sent, bool nonblocking, const std::string& desc, uint64_t seed) {

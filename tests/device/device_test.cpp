@@ -20,20 +20,13 @@
 #include <numeric>
 #include <vector>
 
+#include "../support/world.hpp"
 #include "fake_gpu.h"
 
 namespace {
 
-int rank_() {
-  int r = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_() {
-  int s = 0;
-  PMPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using hier::test::rank_;
+using hier::test::size_;
 
 // n ints in "device memory", initialized from `init` (zero if empty).
 int* dev(size_t n, const std::vector<int>& init = {}) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/world.hpp"
 #include "dev_buffer.hpp"
 
 namespace {
@@ -39,16 +40,8 @@ const char* name_of(Form f) { return f == Form::Blocking ? "blocking" : f == For
    : f == Form::Nonblocking ? MPI_##iname(__VA_ARGS__, q)                                                 \
                             : HIER_INIT(name, __VA_ARGS__))
 
-int rank_() {
-  int r = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_() {
-  int s = 0;
-  PMPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using hier::test::rank_;
+using hier::test::size_;
 
 std::vector<int> ints(size_t n, int salt) {
   std::vector<int> v(n);

@@ -20,20 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "../support/world.hpp"
 #include "fake_gpu.h"
 
 namespace {
 
-int rank_() {
-  int r = 0;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int size_() {
-  int s = 0;
-  PMPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using hier::test::rank_;
+using hier::test::size_;
 
 // Buffers of one run, kept until the process ends: a call site is (buffer, count), so a
 // reused host address would carry another case's residual into this one.
