@@ -213,7 +213,7 @@ const VarSpec kVars[] = {
    "Hierarchy levels: auto-detected, or listed innermost first; name:N groups N consecutive ranks (node:N fakes nodes).",
    apply_levels, true},
   {"HIER_GPU_AWARE", "auto", "auto, 0 or 1",
-   "Whether the MPI accepts GPU device pointers (auto: asked through MPIX_GPU_query_support / MPIX_Query_cuda_support / MPIX_Query_rocm_support; none of them = no). If not, libhier copies device buffers of collectives, point-to-point calls and MPI_Pack/MPI_Unpack to host memory through the GPU runtime, so they work on an MPI that is not GPU-aware (docs/device-buffers.md). Must be the same on every rank.",
+   "Whether the MPI accepts GPU device pointers (auto: asked through MPIX_GPU_query_support / MPIX_Query_cuda_support / MPIX_Query_rocm_support; none of them = no). If not, libhier copies device buffers of collectives, point-to-point calls and MPI_Pack/MPI_Unpack to host memory through the GPU runtime, so they work on an MPI that is not GPU-aware; where every rank with a runtime has the GPU module, the collectives' schedules run on the device buffers instead and only each message step's bytes are staged through pinned host memory (docs/device-buffers.md). Must be the same on every rank.",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
      if (s == "auto" || s.empty()) { c.gpu_aware = -1; return std::string(); }
@@ -223,7 +223,7 @@ const VarSpec kVars[] = {
      return err;
    }, true},
   {"HIER_GPU_MODULE", "auto", "auto, off, or the path of a libhier GPU module",
-   "The GPU module whose kernels pack and unpack device buffers in MPI_Pack/MPI_Unpack and in non-contiguous MPI_Send/MPI_Isend/MPI_Recv/MPI_Irecv/MPI_Sendrecv/MPI_Sendrecv_replace (and their _c forms) and, on a GPU-aware MPI where every rank with a GPU runtime has the module, run the local steps of libhier's collective schedules on device buffers (auto: libhier-cuda.so or libhier-hip.so beside libhier.so, for the runtime the program loaded; off: none, device buffers are copied whole through host memory, and a GPU-aware MPI gets the collectives of device buffers; a path: that module). Loaded only once a GPU runtime is in the process (docs/device-buffers.md).",
+   "The GPU module whose kernels pack and unpack device buffers in MPI_Pack/MPI_Unpack and in non-contiguous MPI_Send/MPI_Isend/MPI_Recv/MPI_Irecv/MPI_Sendrecv/MPI_Sendrecv_replace (and their _c forms) and, on a GPU-aware MPI where every rank with a GPU runtime has the module, run the local steps of libhier's collective schedules on device buffers, on an MPI that is not GPU-aware too (its message steps then staged through pinned host memory) (auto: libhier-cuda.so or libhier-hip.so beside libhier.so, for the runtime the program loaded; off: none, device buffers are copied whole through host memory, and a GPU-aware MPI gets the collectives of device buffers; a path: that module). Loaded only once a GPU runtime is in the process (docs/device-buffers.md).",
    [](const std::string& v, Config& c) {
      const std::string s = trim(v);
      if (s.empty()) return std::string("empty value");

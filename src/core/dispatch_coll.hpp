@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <type_traits>
@@ -121,12 +122,14 @@ bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
   return false;
 }
 
-// The report's key of a call run by libhier's schedule bound to device buffers, by form, and
-// whether it ran quantized.
-inline const char* hier_device_key(const MPI_Request* req, bool quantized) {
-  if (!req) return quantized ? "hier_device_quant" : "hier_device";
-  if (exec::persistent_init_scope()) return quantized ? "hier_device_quant_persistent" : "hier_device_persistent";
-  return quantized ? "hier_device_quant_nonblocking" : "hier_device_nonblocking";
+// The report's key of a call run by libhier's schedule bound to device buffers: by path
+// (staged: its message steps through host memory, exec::GpuPath::DeviceStaged), whether it ran
+// quantized, and by form.
+inline std::string hier_device_key(const MPI_Request* req, bool staged, bool quantized) {
+  std::string k = staged ? "hier_staged" : "hier_device";
+  if (quantized) k += "_quant";
+  if (req) k += exec::persistent_init_scope() ? "_persistent" : "_nonblocking";
+  return k;
 }
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
@@ -155,7 +158,8 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   bool bind_device = false;
   const exec::GpuPath path = exec::gpu_path(s.comm, &bind_device);
   if (path == exec::GpuPath::ToMpi) return to_mpi<B>(fwd, s, kind, req, a...);
-  if (path == exec::GpuPath::DeviceHier) {
+  const bool step_staged = path == exec::GpuPath::DeviceStaged;  // (an MPI that is not GPU-aware)
+  if (path == exec::GpuPath::DeviceHier || step_staged) {
     // Decided from what every rank shares (the collective, its form, a persistent reduction's
     // type and op), never from buffers.
     if (!kDeviceSchedules<B> || (exec::persistent_init_scope() && !persistent_on_device<B>(s, a...)))
@@ -163,12 +167,9 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     if (kind != device::MemKind::Host && bind_device && binds_device<B>(s, a...)) {
       exec::DeviceCall scope;  // nonblocking: the request keeps the device binding (exec/request.hpp)
       auto ran = hierarchical<B>(req, a...);
-      if (!ran) {  // left flat: the device pointers to the GPU-aware MPI
-        device::note_untouched(kind, config::coll_key(s.coll));
-        return passthrough(fwd);
-      }
+      if (!ran) return to_mpi<B>(fwd, s, kind, req, a...);  // left flat: the MPI's own (on host copies where staged)
       const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;
-      device::note_untouched(kind, hier_device_key(req, quantized));
+      device::note_untouched(kind, hier_device_key(req, step_staged, quantized).c_str());
       return {ran->rc, ran->algo};
     }
   }

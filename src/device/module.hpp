@@ -18,7 +18,7 @@
 namespace hier::device {
 
 // Bumped whenever the table or a type in it changes: a module of another version is refused.
-inline constexpr uint32_t kModuleAbi = 2;
+inline constexpr uint32_t kModuleAbi = 3;  // 3: host_alloc / host_release
 
 // The quantization formats' element types (quant/format.hpp owns the records' layout).
 enum class QuantType : uint8_t { F32, F64 };
@@ -60,6 +60,12 @@ struct ModuleTable {
   // finite (the quantized schedules' Quantize step on device buffers, exec/executor.cpp).
   int (*feedback)(int bits, QuantType t, const void* records, const void* x, int64_t n, int64_t block, void* r,
                   void* s);
+
+  // Page-locked host memory (cudaMallocHost / hipHostMalloc): the staging buffers of message
+  // steps under an MPI that is not GPU-aware (exec/device_stage.hpp), which copies to and from
+  // the device reach at full speed and asynchronously on a stream.
+  int (*host_alloc)(void** p, size_t bytes);
+  int (*host_release)(void* p);
 };
 
 // The one symbol a module exports: its table for ABI version `abi`, or null (another version,

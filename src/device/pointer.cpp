@@ -146,20 +146,23 @@ std::map<std::string, uint64_t> g_device_calls, g_managed_calls;  // per call fa
 // The path of a call family, from its key (note_untouched): "staged..." copied to host memory
 // by libhier, "passed..." handed to an MPI that did not say it takes device pointers,
 // "kernel..." packed or unpacked by the GPU module's kernels, "hier_device..." libhier's
-// schedule bound to the device buffers, any other handed to an MPI that takes device pointers
-// (GPU-aware).
+// schedule bound to the device buffers, "hier_staged..." the same with its message steps
+// staged through host memory (an MPI that is not GPU-aware), any other handed to an MPI that
+// takes device pointers (GPU-aware).
 const char* path_of(const std::string& key) {
   if (key.rfind("staged", 0) == 0) return "staged";
   if (key.rfind("passed", 0) == 0) return "passed";
   if (key.rfind("kernel", 0) == 0) return "kernels";
   if (key.rfind("hier_device", 0) == 0) return "hier_device";
+  if (key.rfind("hier_staged", 0) == 0) return "hier_staged";
   return "gpu_aware";
 }
 
 nlohmann::json counts(const std::map<std::string, uint64_t>& calls) {
   uint64_t total = 0;
   nlohmann::json by_call = nlohmann::json::object(),
-                 by_path = {{"staged", 0}, {"gpu_aware", 0}, {"passed", 0}, {"kernels", 0}, {"hier_device", 0}};
+                 by_path = {{"staged", 0}, {"gpu_aware", 0}, {"passed", 0}, {"kernels", 0}, {"hier_device", 0},
+                           {"hier_staged", 0}};
   for (const auto& [k, n] : calls) {
     by_call[k] = n;
     by_path[path_of(k)] = by_path[path_of(k)].get<uint64_t>() + n;

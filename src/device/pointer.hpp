@@ -61,7 +61,9 @@ const char* to_string(Runtime r);
 // buffer took (the section's by_path): "staged..." copied to host memory by libhier,
 // "passed..." handed as is to an MPI that did not say it takes device pointers, "kernel..."
 // packed or unpacked by the GPU module's kernels, "hier_device..." run by libhier's schedule
-// bound to the device buffers (exec/device_steps.hpp), any other handed to a GPU-aware one.
+// bound to the device buffers (exec/device_steps.hpp), "hier_staged..." the same with its
+// message steps staged through host memory (exec/device_stage.hpp), any other handed to a
+// GPU-aware one.
 void note_untouched(MemKind k, const char* what);
 
 }  // namespace hier::device

@@ -142,17 +142,22 @@ void build(Context* c) {
   PMPI_Comm_size(c->comm, &size);
   PMPI_Comm_test_inter(c->comm, &inter);
   int failed = 0;
-  // This rank's GPU state, agreed as the largest over the ranks: a rank that would have to stage
-  // (an MPI that is not GPU-aware) outweighs one that would hand device pointers to the MPI,
-  // which outweighs one that could also run the local steps as the GPU module's kernels.
-  enum : int { kNoRuntime = 0, kKernels = 1, kAwareMpi = 2, kStage = 3 };
+  // This rank's GPU state, agreed as the largest over the ranks: a rank that would have to copy
+  // whole buffers (an MPI that is not GPU-aware, no GPU module) outweighs one that would stage
+  // the message steps of device-bound schedules (not GPU-aware, with the module), which
+  // outweighs one that would hand device pointers to the MPI, which outweighs one that could
+  // also run the local steps as the GPU module's kernels (GPU-aware, with the module).
+  enum : int { kNoRuntime = 0, kKernels = 1, kAwareMpi = 2, kStageKernels = 3, kStage = 4 };
   const device::Runtime rt = device::runtime();
   const bool aware = rt != device::Runtime::None && device::mpi_gpu_aware(rt, config::get().gpu_aware);
-  c->device_module = aware && !c->flat_only && device_ops() != nullptr;
-  int gpu = rt == device::Runtime::None ? kNoRuntime : !aware ? kStage : c->device_module ? kKernels : kAwareMpi;
+  c->device_module = rt != device::Runtime::None && !c->flat_only && device_ops() != nullptr;
+  int gpu = rt == device::Runtime::None ? kNoRuntime
+            : aware                     ? (c->device_module ? kKernels : kAwareMpi)
+                                        : (c->device_module ? kStageKernels : kStage);
   if (!c->flat_only) c->levels = topo::build_levels(c->internal, config::get(), &failed, &gpu);
   c->device_to_mpi = c->levels && gpu == kAwareMpi;
-  c->device_hier = c->levels && gpu == kKernels;
+  c->device_hier = c->levels && (gpu == kKernels || gpu == kStageKernels);
+  c->device_stage = c->levels && gpu == kStageKernels;
   if (failed) note_fallback(Acquire::Levels, failed == 2);
   const std::string desc = inter ? "intercommunicator (flat)"
                            : size == 1 ? "one rank (flat)"
@@ -199,7 +204,8 @@ GpuPath gpu_path(MPI_Comm comm, bool* bind_device) {
   const Context* c = context_of(comm);
   *bind_device = c && c->device_hier && c->device_module;
   if (!c || !c->levels || c->device_to_mpi) return GpuPath::ToMpi;
-  return c->device_hier ? GpuPath::DeviceHier : GpuPath::Host;
+  if (!c->device_hier) return GpuPath::Host;
+  return c->device_stage ? GpuPath::DeviceStaged : GpuPath::DeviceHier;
 }
 
 Census census() {

@@ -46,6 +46,12 @@ struct Context {
   bool device_module = false;
   Scratch dscratch{Loc::Device};
   ScratchSet dtmp{Loc::Device};
+  // device_hier on an MPI that is not GPU-aware: every rank with a runtime has the module, none
+  // found the MPI GPU-aware (agreed with the levels). The schedules still bind device buffers,
+  // and their message steps run on host copies in `stage` (pinned; exec/device_stage.hpp),
+  // reserved at the misses of a rank with the module.
+  bool device_stage = false;
+  ScratchSet stage{Loc::Pinned};
   // The planner's decisions for this communicator's shape (model/plan.hpp), by (collective,
   // bytes, element size): a pure function of them, so every rank holds the same entries.
   std::map<std::tuple<int, int64_t, int64_t, bool, bool>, model::Plan> plans;  // (coll, bytes, elem_size, quantizable, nonblocking)
@@ -78,9 +84,10 @@ Context* context_of(MPI_Comm comm);
 
 // How `comm`'s collectives treat device buffers, agreed on every rank (builds the context: call
 // it only where every rank does): Host (no GPU, or staged through host copies), ToMpi
-// (Context::device_to_mpi, or no levels), DeviceHier (Context::device_hier). `bind_device`: this
-// rank may bind device buffers (Context::device_module).
-enum class GpuPath : uint8_t { Host, ToMpi, DeviceHier };
+// (Context::device_to_mpi, or no levels), DeviceHier (Context::device_hier), DeviceStaged
+// (device_hier with device_stage). `bind_device`: this rank may bind device buffers
+// (Context::device_module).
+enum class GpuPath : uint8_t { Host, ToMpi, DeviceHier, DeviceStaged };
 GpuPath gpu_path(MPI_Comm comm, bool* bind_device);
 
 // Live contexts and the level communicators they hold (the lifecycle test checks these).

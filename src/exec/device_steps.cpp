@@ -8,6 +8,7 @@
 #include "device/module.hpp"
 #include "device/reduce_mpi.hpp"
 #include "exec/context.hpp"
+#include "exec/device_stage.hpp"
 #include "exec/executor.hpp"
 #include "exec/scratch.hpp"
 #include "util/inject.hpp"
@@ -113,27 +114,45 @@ bool device_reducible(MPI_Datatype t, MPI_Op op) {
   return device::elem_type_of(t).has_value() && device::reduce_op_of(op).has_value();
 }
 
-void* device_alloc(size_t bytes) {
+namespace {
+// Memory from the module: device memory, or page-locked host memory (pinned).
+void* module_alloc(size_t bytes, bool pinned) {
   const device::ModuleTable* m = table();
   void* p = nullptr;
-  return m && m->alloc(&p, bytes) == 0 ? p : nullptr;
+  return m && (pinned ? m->host_alloc : m->alloc)(&p, bytes) == 0 ? p : nullptr;
 }
+void module_free(void* p, bool pinned) {
+  if (const device::ModuleTable* m = table(); m && p) (pinned ? m->host_release : m->release)(p);
+}
+}  // namespace
 
-void device_free(void* p) {
-  if (const device::ModuleTable* m = table(); m && p) m->release(p);
-}
+void* device_alloc(size_t bytes) { return module_alloc(bytes, false); }
+void device_free(void* p) { module_free(p, false); }
+void* pinned_alloc(size_t bytes) { return module_alloc(bytes, true); }
+void pinned_free(void* p) { module_free(p, true); }
 
 void bind_device(Binding& b, Context& ctx) {
   for (Loc& l : b.loc) l = Loc::Device;
   b.dev = device_ops();
   b.tmp = &ctx.dtmp;
+  if (ctx.device_stage) {  // an MPI that is not GPU-aware: message steps on host copies
+    b.stage = &ctx.stage;
+    b.stage_tmp = &ctx.tmp;
+  }
 }
 
 bool reserve_device(Context& ctx, const sched::Schedule& s, int64_t scratch_bytes, const TypeInfo* info) {
   if (!ctx.device_module) return true;
   if (util::injected_failure("device_scratch")) return false;  // tests: out of device memory
   if (scratch_bytes > 0 && !ctx.dscratch.get(static_cast<size_t>(scratch_bytes))) return false;
-  return reserve(s, *ctx.levels, info, &ctx.dtmp);
+  if (!reserve(s, *ctx.levels, info, &ctx.dtmp)) return false;
+  return !ctx.device_stage || reserve_stage(ctx.stage, ctx.tmp, ctx, s, info);
+}
+
+bool reserve_stage(ScratchSet& stage, ScratchSet& tmp, Context& ctx, const sched::Schedule& s, const TypeInfo* info) {
+  if (util::injected_failure("device_stage")) return false;  // tests: no pinned host memory
+  // (device bindings are of dense types: an element's bytes are its size, as Binding::stride)
+  return stage_reserve(s, *ctx.levels, info ? info->size : 1, stage) && reserve(s, *ctx.levels, info, &tmp);
 }
 
 DeviceCall::DeviceCall() { ++t_device_call; }

@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "exec/scratch.hpp"
+
 namespace hier::sched {
 struct Schedule;
 }
@@ -70,5 +72,9 @@ void bind_device(Binding& b, Context& ctx);
 // device scratch of `scratch_bytes` and the device buffers of the schedule's own exchanges, so
 // that a later call with this key bound either way allocates nothing. True elsewhere.
 bool reserve_device(Context& ctx, const sched::Schedule& s, int64_t scratch_bytes, const TypeInfo* info);
+// On a Context::device_stage communicator (part of reserve_device; a nonblocking request's own
+// memory too): the pinned staging areas of the schedule's message steps in `stage`, and the host
+// scratch of libhier's own exchanges that then run on host copies in `tmp`.
+bool reserve_stage(ScratchSet& stage, ScratchSet& tmp, Context& ctx, const sched::Schedule& s, const TypeInfo* info);
 
 }  // namespace hier::exec

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "exec/device_stage.hpp"
 #include "exec/direct.hpp"
 #include "exec/shm_steps.hpp"
 #include "exec/typed.hpp"
@@ -33,6 +34,8 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
 }
 
 }  // namespace
+
+MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv) { return comm_of(c, lv); }
 
 int route_shm(sched::Schedule& s, const topo::Levels& lv) {
   if (lv.segments.empty()) return 0;
@@ -179,6 +182,44 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   if (const int rc = flush(); rc != MPI_SUCCESS) return rc;
   // Device buffers: the local work of libhier's own exchanges as kernels too.
   const DeviceOps* dev = b_.dev && (on_device(s.src) || on_device(s.dst)) ? b_.dev : nullptr;
+  if (dev && b_.stage) return issue_staged(s, pd, slot);  // an MPI that is not GPU-aware
+  return issue_at(s, pd, at(s.src), at(s.dst), dev, b_.tmp ? &(*b_.tmp)[slot] : nullptr);
+}
+
+// A message step of a device binding on host copies (exec/device_stage.hpp): what it reads is
+// copied to the step's staging slot first; what it writes goes back when it completes (here for
+// a blocking step, in complete_group for a started one), so that in a wave the copies of one
+// step overlap the messages of the others. libhier's own exchanges then run on host memory.
+int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {
+  const MPI_Comm c = comm_of(s.comm, lv_);
+  if (c == MPI_COMM_NULL) return MPI_ERR_COMM;
+  StageView v{0, 1, s.bytes ? 1 : b_.stride};
+  PMPI_Comm_rank(c, &v.me);
+  PMPI_Comm_size(c, &v.size);
+  char* host = (*b_.stage)[slot].get(static_cast<size_t>(stage_layout(s, v).bytes()));  // reserved at the miss
+  if (!host) return MPI_ERR_NO_MEM;
+  char *hsrc = nullptr, *hdst = nullptr;
+  int rc = stage_in(s, v, *b_.dev, at(s.src), on_device(s.src), at(s.dst), on_device(s.dst), host, &hsrc, &hdst);
+  if (rc != MPI_SUCCESS) return rc;
+  rc = issue_at(s, pd, hsrc, hdst, nullptr, b_.stage_tmp ? &(*b_.stage_tmp)[slot] : nullptr);
+  StagedOut o{on_device(s.dst) ? &s : nullptr, at(s.dst), hdst, v.me, v.size, v.unit};
+  if (!pd) return rc == MPI_SUCCESS ? stage_back(o) : rc;
+  if (staged_.size() <= slot) staged_.resize(slot + 1);
+  staged_[slot] = o;
+  return rc;
+}
+
+int Machine::stage_back(StagedOut& o) {
+  if (!o.s) return MPI_SUCCESS;
+  queued_ = true;  // flush() waits for the copies before the next message step reuses the slot
+  const int rc = stage_out(*o.s, StageView{o.me, o.size, o.unit}, *b_.dev, o.host_dst, o.dst);
+  o.s = nullptr;
+  return rc;
+}
+
+// The message step s on src / dst (the binding's buffers, or their staged host copies).
+int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst_at, const DeviceOps* dev,
+                      Scratch* tmp) {
   // Steps on records move bytes: MPI_BYTE, and no element type for the direct / padded forms.
   const MPI_Datatype t = s.bytes ? MPI_BYTE : b_.type;
   const TypeInfo* info = s.bytes ? nullptr : b_.info;
@@ -188,7 +229,7 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   if (c == MPI_COMM_NULL) return MPI_ERR_COMM;  // a builder bug: never silently skip a step
   int me = 0;
   PMPI_Comm_rank(c, &me);
-  const void* src = s.in_place ? MPI_IN_PLACE : at(s.src);
+  const void* src = s.in_place ? MPI_IN_PLACE : src_at;
   // Count arrays that MPI reads until the step completes: the Pending's, or ours (blocking).
   std::vector<int>& counts = pd ? pd->counts : counts_;
   std::vector<int>& displs = pd ? pd->displs : displs_;
@@ -201,12 +242,11 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   }
   int* cnt = counts.data();
   int* dsp = displs.data();
-  Scratch* tmp = b_.tmp ? &(*b_.tmp)[slot] : nullptr;
   // Through the communicator's shared segment (the plan marked the step; exec/shm_steps.hpp),
   // unless the transport declines these inputs, as it does on every member alike.
   if (s.via == sched::Via::Shm && !dev)  // (never so marked in a device_hier context)
     if (shm::Segment* seg = lv_.segment(c)) {
-      ShmArgs a{s.in_place ? nullptr : at(s.src), at(s.dst), s.in_place, s.count, s.root, s.counts, s.displs, info, op};
+      ShmArgs a{s.in_place ? nullptr : src_at, dst_at, s.in_place, s.count, s.root, s.counts, s.displs, info, op};
       if (std::unique_ptr<shm::Step> st = shm_start(s.kind, *seg, a)) {
         if (!pd) return shm::finish(*st);
         pd->reqs.clear();
@@ -219,66 +259,66 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
     case Kind::ReduceScatter: {
       // (libhier's own exchange as sched::direct_reduce_scatter decided; a run without buffers
       // for it, which no call of libhier makes, would take the MPI's collective)
-      if (b_.tmp && sched::direct_reduce_scatter(s, info ? info->size : 0, s_.direct_rs_from))
-        return pd ? reduce_scatter_direct_start(at(s.src), at(s.dst), counts, *info, op, c, *tmp, *pd, dev)
-                  : reduce_scatter_direct(at(s.src), at(s.dst), counts, *info, op, c, *tmp, dev);
+      if (tmp && sched::direct_reduce_scatter(s, info ? info->size : 0, s_.direct_rs_from))
+        return pd ? reduce_scatter_direct_start(src_at, dst_at, counts, *info, op, c, *tmp, *pd, dev)
+                  : reduce_scatter_direct(src_at, dst_at, counts, *info, op, c, *tmp, dev);
       bool even = true;
       for (int x : counts) even &= x == cnt[0];
       if (even)
-        return pd ? PMPI_Ireduce_scatter_block(at(s.src), at(s.dst), cnt[0], t, op, c, r)
-                  : PMPI_Reduce_scatter_block(at(s.src), at(s.dst), cnt[0], t, op, c);
-      return pd ? PMPI_Ireduce_scatter(at(s.src), at(s.dst), cnt, t, op, c, r)
-                : PMPI_Reduce_scatter(at(s.src), at(s.dst), cnt, t, op, c);
+        return pd ? PMPI_Ireduce_scatter_block(src_at, dst_at, cnt[0], t, op, c, r)
+                  : PMPI_Reduce_scatter_block(src_at, dst_at, cnt[0], t, op, c);
+      return pd ? PMPI_Ireduce_scatter(src_at, dst_at, cnt, t, op, c, r)
+                : PMPI_Reduce_scatter(src_at, dst_at, cnt, t, op, c);
     }
     case Kind::Allreduce:
-      return pd ? PMPI_Iallreduce(src, at(s.dst), n, t, op, c, r) : PMPI_Allreduce(src, at(s.dst), n, t, op, c);
+      return pd ? PMPI_Iallreduce(src, dst_at, n, t, op, c, r) : PMPI_Allreduce(src, dst_at, n, t, op, c);
     case Kind::Allgather:
-      return pd ? PMPI_Iallgather(src, n, t, at(s.dst), n, t, c, r) : PMPI_Allgather(src, n, t, at(s.dst), n, t, c);
+      return pd ? PMPI_Iallgather(src, n, t, dst_at, n, t, c, r) : PMPI_Allgather(src, n, t, dst_at, n, t, c);
     case Kind::Allgatherv:
-      if (b_.tmp && sched::padded_allgatherv(s, info ? info->size : 0, s_.padded_agv_from)) {
-        const char* mine = s.in_place ? nullptr : at(s.src);
-        if (!pd) return allgatherv_padded(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp, dev);
+      if (tmp && sched::padded_allgatherv(s, info ? info->size : 0, s_.padded_agv_from)) {
+        const char* mine = s.in_place ? nullptr : src_at;
+        if (!pd) return allgatherv_padded(mine, s.in_place, dst_at, counts, displs, info, c, *tmp, dev);
         pd->reqs.clear();
-        return allgatherv_padded_start(mine, s.in_place, at(s.dst), counts, displs, info, c, *tmp, *pd, dev);
+        return allgatherv_padded_start(mine, s.in_place, dst_at, counts, displs, info, c, *tmp, *pd, dev);
       }
-      return pd ? PMPI_Iallgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c, r)
-                : PMPI_Allgatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, c);
-    case Kind::Bcast: return pd ? PMPI_Ibcast(at(s.dst), n, t, s.root, c, r) : PMPI_Bcast(at(s.dst), n, t, s.root, c);
+      return pd ? PMPI_Iallgatherv(src, cnt[me], t, dst_at, cnt, dsp, t, c, r)
+                : PMPI_Allgatherv(src, cnt[me], t, dst_at, cnt, dsp, t, c);
+    case Kind::Bcast: return pd ? PMPI_Ibcast(dst_at, n, t, s.root, c, r) : PMPI_Bcast(dst_at, n, t, s.root, c);
     case Kind::Scatterv:
       if (me == s.root) {
-        void* dst = s.in_place ? MPI_IN_PLACE : at(s.dst);
-        return pd ? PMPI_Iscatterv(at(s.src), cnt, dsp, t, dst, cnt[me], t, s.root, c, r)
-                  : PMPI_Scatterv(at(s.src), cnt, dsp, t, dst, cnt[me], t, s.root, c);
+        void* dst = s.in_place ? MPI_IN_PLACE : dst_at;
+        return pd ? PMPI_Iscatterv(src_at, cnt, dsp, t, dst, cnt[me], t, s.root, c, r)
+                  : PMPI_Scatterv(src_at, cnt, dsp, t, dst, cnt[me], t, s.root, c);
       }
-      return pd ? PMPI_Iscatterv(nullptr, nullptr, nullptr, t, at(s.dst), cnt[me], t, s.root, c, r)
-                : PMPI_Scatterv(nullptr, nullptr, nullptr, t, at(s.dst), cnt[me], t, s.root, c);
+      return pd ? PMPI_Iscatterv(nullptr, nullptr, nullptr, t, dst_at, cnt[me], t, s.root, c, r)
+                : PMPI_Scatterv(nullptr, nullptr, nullptr, t, dst_at, cnt[me], t, s.root, c);
     case Kind::Gatherv:
       if (me == s.root)
-        return pd ? PMPI_Igatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, s.root, c, r)
-                  : PMPI_Gatherv(src, cnt[me], t, at(s.dst), cnt, dsp, t, s.root, c);
-      return pd ? PMPI_Igatherv(at(s.src), cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c, r)
-                : PMPI_Gatherv(at(s.src), cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c);
+        return pd ? PMPI_Igatherv(src, cnt[me], t, dst_at, cnt, dsp, t, s.root, c, r)
+                  : PMPI_Gatherv(src, cnt[me], t, dst_at, cnt, dsp, t, s.root, c);
+      return pd ? PMPI_Igatherv(src_at, cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c, r)
+                : PMPI_Gatherv(src_at, cnt[me], t, nullptr, nullptr, nullptr, t, s.root, c);
     case Kind::Reduce: {
       // The receive buffer matters at the root only; elsewhere it may alias the input.
-      void* dst = me == s.root ? at(s.dst) : nullptr;
+      void* dst = me == s.root ? dst_at : nullptr;
       return pd ? PMPI_Ireduce(src, dst, n, t, op, s.root, c, r) : PMPI_Reduce(src, dst, n, t, op, s.root, c);
     }
     case Kind::Alltoall:
-      return pd ? PMPI_Ialltoall(at(s.src), n, t, at(s.dst), n, t, c, r)
-                : PMPI_Alltoall(at(s.src), n, t, at(s.dst), n, t, c);
+      return pd ? PMPI_Ialltoall(src_at, n, t, dst_at, n, t, c, r)
+                : PMPI_Alltoall(src_at, n, t, dst_at, n, t, c);
     case Kind::Alltoallv: {
       std::vector<int>& rcounts = pd ? pd->rcounts : rcounts_;
       std::vector<int>& rdispls = pd ? pd->rdispls : rdispls_;
       rcounts.assign(s.rcounts.begin(), s.rcounts.end());
       rdispls.assign(s.rdispls.begin(), s.rdispls.end());
-      return pd ? PMPI_Ialltoallv(at(s.src), cnt, dsp, t, at(s.dst), rcounts.data(), rdispls.data(), t, c, r)
-                : PMPI_Alltoallv(at(s.src), cnt, dsp, t, at(s.dst), rcounts.data(), rdispls.data(), t, c);
+      return pd ? PMPI_Ialltoallv(src_at, cnt, dsp, t, dst_at, rcounts.data(), rdispls.data(), t, c, r)
+                : PMPI_Alltoallv(src_at, cnt, dsp, t, dst_at, rcounts.data(), rdispls.data(), t, c);
     }
     case Kind::Barrier: return pd ? PMPI_Ibarrier(c, r) : PMPI_Barrier(c);
-    case Kind::Send: return pd ? PMPI_Isend(at(s.src), n, t, s.root, 0, c, r) : PMPI_Send(at(s.src), n, t, s.root, 0, c);
+    case Kind::Send: return pd ? PMPI_Isend(src_at, n, t, s.root, 0, c, r) : PMPI_Send(src_at, n, t, s.root, 0, c);
     case Kind::Recv:
-      return pd ? PMPI_Irecv(at(s.dst), n, t, s.root, 0, c, r)
-                : PMPI_Recv(at(s.dst), n, t, s.root, 0, c, MPI_STATUS_IGNORE);
+      return pd ? PMPI_Irecv(dst_at, n, t, s.root, 0, c, r)
+                : PMPI_Recv(dst_at, n, t, s.root, 0, c, MPI_STATUS_IGNORE);
     default: break;
   }
   return MPI_ERR_INTERN;
@@ -298,6 +338,7 @@ void Machine::start_group() {
   if (s_.steps[i].wave >= 0)
     while (j < n && s_.steps[j].wave == s_.steps[i].wave) ++j;
   if (pending_.size() < j - i) pending_.resize(j - i);
+  for (StagedOut& o : staged_) o.s = nullptr;
   started_ = 0;
   int rc = MPI_SUCCESS;
   for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) rc = issue(s_.steps[i + started_], &pending_[started_], started_);
@@ -344,7 +385,12 @@ bool Machine::complete_group(bool block) {
     return false;
   }
   for (size_t k = 0; k < started_; ++k) {
-    const int rc_k = pending_[k].complete();
+    int rc_k = pending_[k].complete();
+    // A staged step's results back to the device, queued while the later steps still run.
+    if (k < staged_.size() && staged_[k].s) {
+      if (rc_k == MPI_SUCCESS) rc_k = stage_back(staged_[k]);
+      staged_[k].s = nullptr;
+    }
     if (rc_ == MPI_SUCCESS) rc_ = rc_k;
   }
   started_ = 0;

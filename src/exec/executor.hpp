@@ -45,7 +45,16 @@ struct Binding {
   // scratch too (Context::dtmp), and `blocks` move device memory.
   Loc loc[4] = {Loc::Host, Loc::Host, Loc::Host, Loc::Host};
   const DeviceOps* dev = nullptr;  // set whenever some buffer is Device
+  // Device buffers under an MPI that is not GPU-aware (Context::device_stage): the message steps
+  // run on host copies in `stage` (pinned, slot k for step k of a wave; exec/device_stage.hpp),
+  // libhier's own exchanges among them on host scratch `stage_tmp`. Null: device pointers go to
+  // the MPI.
+  ScratchSet* stage = nullptr;
+  ScratchSet* stage_tmp = nullptr;
 };
+
+// The level communicator a step names (MPI_COMM_NULL: none).
+MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv);
 
 // Marks Via::Shm the steps of `s` on the level communicators inside a node that have a
 // shared-memory segment (HIER_SHM; sched::route_shm, the rule the planner costs), the same on
@@ -101,8 +110,21 @@ class Machine {
   int rc_ = MPI_SUCCESS;
   size_t groups_ = 0;
   bool queued_ = false;  // kernels queued on the device since the last flush
+  // Staged message steps of the group in flight (Binding::stage): what each copies back once
+  // complete (s null: nothing).
+  struct StagedOut {
+    const sched::Step* s = nullptr;
+    char* dst = nullptr;
+    const char* host_dst = nullptr;
+    int me = 0, size = 1;
+    int64_t unit = 1;
+  };
+  std::vector<StagedOut> staged_;
 
   int issue(const sched::Step& st, Pending* pd, size_t slot);
+  int issue_at(const sched::Step& st, Pending* pd, char* src, char* dst, const DeviceOps* dev, Scratch* tmp);
+  int issue_staged(const sched::Step& st, Pending* pd, size_t slot);
+  int stage_back(StagedOut& o);
   int local(const sched::Step& st);
   int device_local(const sched::Step& st);
   int device_quant(const sched::Step& st);

@@ -347,8 +347,14 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
     if (!r.mem) r.mem = std::make_unique<RequestMemory>();
     ScratchSet& tmp = dev ? r.mem->dtmp : r.mem->tmp;
     char* m = (dev ? r.mem->dscratch : r.mem->scratch).get(static_cast<size_t>(scratch_bytes));
-    if (m && reserve(*r.sched, *ctx->levels, info, &tmp)) {
+    // (staged device bindings: the message steps' host copies too, exec/device_stage.hpp)
+    if (m && reserve(*r.sched, *ctx->levels, info, &tmp) &&
+        (!r.b.stage || reserve_stage(r.mem->stage, r.mem->tmp, *ctx, *r.sched, info))) {
       r.b.tmp = &tmp;
+      if (r.b.stage) {
+        r.b.stage = &r.mem->stage;
+        r.b.stage_tmp = &r.mem->tmp;
+      }
       return m;
     }
   } catch (...) {

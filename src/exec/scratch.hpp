@@ -11,12 +11,16 @@
 namespace hier::exec {
 
 // Where a bound buffer lives (exec/executor.hpp's Binding): host memory, or device memory that
-// only the GPU module's kernels and a GPU-aware MPI touch (exec/device_steps.hpp).
-enum class Loc : uint8_t { Host, Device };
+// only the GPU module's kernels and a GPU-aware MPI touch (exec/device_steps.hpp). Pinned: host
+// memory the GPU module page-locked (scratch only: the staging of exec/device_stage.hpp).
+enum class Loc : uint8_t { Host, Device, Pinned };
 
 // Device memory from the GPU module (exec/device_steps.cpp); null when there is none.
 void* device_alloc(size_t bytes);
 void device_free(void* p);
+// Page-locked host memory from the GPU module (exec/device_steps.cpp); null when there is none.
+void* pinned_alloc(size_t bytes);
+void pinned_free(void* p);
 
 class Scratch {
  public:
@@ -25,7 +29,9 @@ class Scratch {
   char* get(size_t bytes) {
     if (bytes > size_ || !buf_) {  // never null on success, even for 0 bytes
       const size_t want = (bytes + bytes / 4 + 64 + 63) / 64 * 64;
-      void* p = loc_ == Loc::Host ? std::aligned_alloc(64, want) : device_alloc(want);
+      void* p = loc_ == Loc::Host     ? std::aligned_alloc(64, want)
+                : loc_ == Loc::Device ? device_alloc(want)
+                                      : pinned_alloc(want);
       if (!p) return nullptr;
       buf_.reset(static_cast<char*>(p));
       size_ = want;
@@ -38,7 +44,8 @@ class Scratch {
     Loc loc;
     void operator()(char* p) const {
       if (loc == Loc::Host) std::free(p);
-      else device_free(p);
+      else if (loc == Loc::Device) device_free(p);
+      else pinned_free(p);
     }
   };
   std::unique_ptr<char, Free> buf_;
@@ -70,6 +77,7 @@ struct RequestMemory {
   ScratchSet tmp;
   Scratch dscratch{Loc::Device};
   ScratchSet dtmp{Loc::Device};
+  ScratchSet stage{Loc::Pinned};  // staged device bindings (exec/device_stage.hpp): host copies of message steps
 };
 
 }  // namespace hier::exec

@@ -271,6 +271,8 @@ int feedback(int bits, device::QuantType t, const void* in, const void* x, int64
 
 int alloc(void** p, size_t n) { return static_cast<int>(GPU(Malloc)(p, n ? n : 1)); }
 int release(void* p) { return static_cast<int>(GPU(Free)(p)); }
+int host_alloc(void** p, size_t n) { return static_cast<int>(host_malloc(p, n ? n : 1)); }
+int host_release(void* p) { return static_cast<int>(host_free(p)); }
 int stream_create(void** s) {
   Stream st = nullptr;
   const int rc = static_cast<int>(GPU(StreamCreateWithFlags)(&st, GPU(StreamNonBlocking)));
@@ -292,7 +294,8 @@ constexpr const char* kName = "cuda";
 #endif
 
 const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stream_create, stream_destroy, sync,
-                                 copy, upload, discard, pack, unpack, reduce, quantize, dequantize, feedback};
+                                 copy, upload, discard, pack, unpack, reduce, quantize, dequantize, feedback,
+                                 host_alloc, host_release};
 
 }  // namespace
 }  // namespace hier::gpu

@@ -21,6 +21,22 @@ namespace hier::gpu {
 
 using Stream = GPU(Stream_t);
 
+// Page-locked host memory: HIP's call takes flags (and its name another order).
+inline int host_malloc(void** p, size_t n) {
+#if defined(__HIPCC__) && !defined(HIER_GPU_SIM)
+  return static_cast<int>(hipHostMalloc(p, n, 0));
+#else
+  return static_cast<int>(GPU(MallocHost)(p, n));
+#endif
+}
+inline int host_free(void* p) {
+#if defined(__HIPCC__) && !defined(HIER_GPU_SIM)
+  return static_cast<int>(hipHostFree(p));
+#else
+  return static_cast<int>(GPU(FreeHost)(p));
+#endif
+}
+
 // A kernel launch: grid blocks of `block` threads on stream s; 0 or the runtime's error.
 template <class... P, class... A>
 int launch(void (*kernel)(P...), unsigned grid, unsigned block, Stream s, A... args) {

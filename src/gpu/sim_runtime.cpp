@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -112,6 +113,14 @@ int simMalloc(void** p, size_t n) {
 }
 int simFree(void* p) {
   if (p) hooks().free(p);
+  return 0;
+}
+int simMallocHost(void** p, size_t n) {
+  *p = std::aligned_alloc(64, (n + 63) / 64 * 64);
+  return *p ? 0 : 2;
+}
+int simFreeHost(void* p) {
+  std::free(p);
   return 0;
 }
 int simStreamCreateWithFlags(simStream_t* s, unsigned) {

@@ -81,6 +81,8 @@ inline constexpr int simSuccess = 0, simMemcpyDefault = 4;
 inline constexpr unsigned simStreamNonBlocking = 1;
 int simMalloc(void** p, size_t n);
 int simFree(void* p);
+int simMallocHost(void** p, size_t n);  // ordinary host memory: the simulation has no paging to avoid
+int simFreeHost(void* p);
 int simStreamCreateWithFlags(simStream_t* s, unsigned flags);
 int simStreamDestroy(simStream_t s);
 int simStreamSynchronize(simStream_t s);

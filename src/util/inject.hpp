@@ -11,7 +11,8 @@ namespace hier::util {
 
 // Whether the test asks `point` ("levels", "plan", "scratch"; "shm": mapping a level
 // communicator's shared segment (HIER_SHM); "device_scratch": device scratch at a schedule's
-// miss (exec/device_steps.hpp); "run": a schedule's run returns an
+// miss (exec/device_steps.hpp); "device_stage": the pinned staging of a device-bound schedule's
+// message steps at its miss (exec/device_stage.hpp); "run": a schedule's run returns an
 // error; "p2p_progress": a blocking point-to-point call does not advance the outstanding
 // nonblocking collectives, to show that their test stalls without it) to fail on this rank now.
 // The hook may also throw, to test the wrappers' catch.

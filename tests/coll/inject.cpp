@@ -1,7 +1,7 @@
 // The test side of libhier's failure injection (src/util/inject.hpp): linked into the collective
 // test programs (and nonblocking_single) and exported from them, so that the libhier.so
 // preloaded into them finds it.
-//   HIER_TEST_FAIL=point@rank[#n][=throw],...   point: levels | plan | scratch | shm | device_scratch | run
+//   HIER_TEST_FAIL=point@rank[#n][=throw],...   point: levels | plan | scratch | shm | device_scratch | device_stage | run
 //   | p2p_progress
 // rank: a rank of MPI_COMM_WORLD, or * for every rank; #n: only the first n times the point is
 // reached on that rank; =throw: throw std::bad_alloc there instead of failing.

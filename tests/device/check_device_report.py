@@ -62,13 +62,18 @@ staged_p2p = ["staged_send", "staged_recv", "staged_sendrecv", "staged_pack", "s
 # too) run as kernels.
 kernel_p2p = ["kernel_send", "kernel_recv", "kernel_isend", "kernel_irecv", "kernel_sendrecv", "kernel_pack",
               "kernel_unpack"]
+# staged (an MPI that is not GPU-aware, the simulated GPU module): the collectives run libhier's
+# schedules bound to the device buffers with their message steps staged through pinned host
+# memory ("hier_staged"); staged_nomem: no staging memory on rank 1, so on host copies ("staged").
 want = {"preloaded": p2p + colls, "late": p2p + ["staged"],
         "kernels": kernel_p2p + ["hier_device"],
-        "kernels_nomem": kernel_p2p + colls}.get(mode, staged_p2p + ["staged"])
+        "kernels_nomem": kernel_p2p + colls,
+        "staged": ["hier_staged"], "staged_nomem": ["staged"]}.get(mode, staged_p2p + ["staged"])
 missing = [k for k in want if by_call.get(k, 0) < 1]
 if dev["runtime"] != "cuda" or missing:
     sys.exit(f"{path}: runtime {dev['runtime']}, missing counts for {missing}: {json.dumps(dev)}")
-if mode.startswith("unaware") and any(k in by_call for k in colls + p2p):
+unaware = mode.startswith(("unaware", "staged"))
+if unaware and any(k in by_call for k in colls + p2p):
     sys.exit(f"{path}: device buffers handed to an MPI that is not GPU-aware: {json.dumps(dev)}")
 if mode == "kernels" and (by_call["hier_device"] < 9 or "staged" in by_call or "alltoall" in by_call
                           or "allgatherv" in by_call):
@@ -79,12 +84,22 @@ if mode == "kernels_nomem":
     fb = rep.get("fallbacks", {}).get("scratch", {})
     if "hier_device" in by_call or "staged" in by_call or fb.get("calls", 0) < 6 or fb.get("failed_here", 1):
         sys.exit(f"{path}: kernels_nomem: {json.dumps(dev)}; fallbacks {json.dumps(rep.get('fallbacks'))}")
-if mode not in ("preloaded", "kernels", "kernels_nomem") and by_call["staged"] < len(colls):
+# (one allreduce runs flat, on host copies: the one the kernels mode counts as "allreduce")
+if mode == "staged" and (by_call["hier_staged"] < 9 or by_call.get("staged", 0) > 1
+                         or any(k.startswith("hier_device") for k in by_call)):
+    sys.exit(f"{path}: too few collectives staged step by step, or some copied whole: {json.dumps(dev)}")
+if mode == "staged_nomem":
+    # No staging memory on rank 1: every schedule's acquisition failed somewhere, so the calls
+    # went to the MPI on host copies on every rank (rank 0 counts them as failed elsewhere).
+    fb = rep.get("fallbacks", {}).get("scratch", {})
+    if any(k.startswith("hier_") for k in by_call) or fb.get("calls", 0) < 6 or fb.get("failed_here", 1):
+        sys.exit(f"{path}: staged_nomem: {json.dumps(dev)}; fallbacks {json.dumps(rep.get('fallbacks'))}")
+if mode not in ("preloaded", "kernels", "kernels_nomem", "staged") and by_call["staged"] < len(colls):
     sys.exit(f"{path}: only {by_call['staged']} staged collectives: {json.dumps(dev)}")
 # Which algorithms ran MPI_Allreduce: the staged calls must have run libhier's schedules where
 # the mode forces them (HIER_ALGO=hier), quantized where it asks for int8.
 algos = rep["functions"]["MPI_Allreduce"]["algorithms"]
-need = {"unaware": "hier", "unaware_quant": "hier_int8", "kernels": "hier"}.get(mode)
+need = {"unaware": "hier", "unaware_quant": "hier_int8", "kernels": "hier", "staged": "hier"}.get(mode)
 if need and algos.get(need, {}).get("calls", 0) < 1:
     sys.exit(f"{path}: no MPI_Allreduce ran as {need}: {json.dumps(algos)}")
 # The same calls by path: staged through host copies, handed to the GPU-aware MPI, packed by the
@@ -93,9 +108,11 @@ if need and algos.get(need, {}).get("calls", 0) < 1:
 by_path = dev["device"].get("by_path", {})
 staged_calls = sum(n for k, n in by_call.items() if k.startswith("staged"))
 hier_calls = sum(n for k, n in by_call.items() if k.startswith("hier_device"))
+hier_staged = sum(n for k, n in by_call.items() if k.startswith("hier_staged"))
 kernel_calls = sum(n for k, n in by_call.items() if k.startswith("kernel"))
-want_path = {"staged": staged_calls, "gpu_aware": dev["device"]["calls"] - staged_calls - hier_calls - kernel_calls,
-             "passed": 0, "kernels": kernel_calls, "hier_device": hier_calls}
-if by_path != want_path or (mode.startswith("unaware") and by_path["gpu_aware"]):
+want_path = {"staged": staged_calls,
+             "gpu_aware": dev["device"]["calls"] - staged_calls - hier_calls - hier_staged - kernel_calls,
+             "passed": 0, "kernels": kernel_calls, "hier_device": hier_calls, "hier_staged": hier_staged}
+if by_path != want_path or (unaware and by_path["gpu_aware"]):
     sys.exit(f"{path}: by_path {by_path}, expected {want_path}")
 print(f"{path}: {dev['device']['calls']} device calls: {by_call}; MPI_Allreduce: {algos}")

@@ -21,11 +21,14 @@ shapes = rep.get("topology", {}).get("communicators", {})
 problems = []
 # The section counts every call by path, and the paths add up to the calls.
 by_path = dev.get("by_path", {})
-if sorted(by_path) != ["gpu_aware", "hier_device", "kernels", "passed", "staged"] or sum(by_path.values()) != dev.get("calls"):
+if sorted(by_path) != ["gpu_aware", "hier_device", "hier_staged", "kernels", "passed", "staged"] or \
+        sum(by_path.values()) != dev.get("calls"):
     problems.append(f"by_path {by_path} does not split the {dev.get('calls')} calls into staged / gpu_aware / "
-                    "passed / kernels / hier_device")
+                    "passed / kernels / hier_device / hier_staged")
 if (by_path.get("hier_device", 0) > 0) != (mode == "kernels"):
     problems.append(f"{by_path.get('hier_device', 0)} calls ran libhier's schedules on device buffers")
+if (by_path.get("hier_staged", 0) > 0) != (mode == "staged_kernels"):
+    problems.append(f"{by_path.get('hier_staged', 0)} calls ran libhier's schedules on device buffers, staged")
 if by_path.get("staged", 0) != sum(n for k, n in by_call.items() if k.startswith("staged")):
     problems.append("by_path staged differs from the staged calls")
 staged = by_call.get("staged", 0)
@@ -42,7 +45,7 @@ if mode in ("aware", "disagree_aware"):
     if staged:
         problems.append(f"{staged} collectives staged on a GPU-aware MPI")
 # A persistent collective left to an MPI that is not GPU-aware (mixed_test's MixedPersistent).
-want_passed = 1 if mpi4 and mode == "late_staged" else 0
+want_passed = 1 if mpi4 and mode in ("late_staged", "staged_kernels") else 0
 if (by_path.get("passed", 0) >= 1) != (want_passed == 1):
     problems.append(f"{by_path.get('passed', 0)} calls passed to the MPI as is, expected {'some' if want_passed else 'none'}")
 if mode in ("aware", "disagree_aware") and by_path.get("gpu_aware", 0) < len(colls):
@@ -53,13 +56,17 @@ if mode == "late_staged":
         problems.append(f"no communicator on gcd:2 x gpu:2 x world:2: {shapes}")
     if algos.get("hier", {}).get("calls", 0) < 1:
         problems.append("no MPI_Allreduce ran libhier's hierarchical schedule")
-if mode == "kernels":
+if mode in ("kernels", "staged_kernels"):
     # Every collective of the test ran on the device buffers where this rank's were all device
-    # memory, the nonblocking ones (MPI_Iallreduce, MPI_Ibcast) too.
-    if by_call.get("hier_device", 0) < 8 or algos.get("hier", {}).get("calls", 0) < 1:
+    # memory, the nonblocking ones (MPI_Iallreduce, MPI_Ibcast) too; staged_kernels: an MPI
+    # that is not GPU-aware, so never device pointers to it, their message steps staged.
+    pre = "hier_device" if mode == "kernels" else "hier_staged"
+    if by_call.get(pre, 0) < 8 or algos.get("hier", {}).get("calls", 0) < 1:
         problems.append("too few calls ran libhier's schedules on device buffers")
-    if by_call.get("hier_device_nonblocking", 0) < 1:
+    if by_call.get(pre + "_nonblocking", 0) < 1:
         problems.append("no nonblocking call ran libhier's schedule on device buffers")
+    if mode == "staged_kernels" and (aware or by_path.get("gpu_aware", 0)):
+        problems.append(f"device buffers given to an MPI that is not GPU-aware: {aware}")
 if mode.startswith("disagree") and any(a != "flat" for a in algos):
     problems.append(f"HIER_GPU_AWARE differs between ranks, yet MPI_Allreduce ran {sorted(algos)}")
 if problems:
