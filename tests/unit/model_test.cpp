@@ -259,6 +259,7 @@ TEST(ModelQuant, AllgatherCostsItsElementSize) {
 TEST(ModelQuant, PlannerWeighsQuantizedAgainstExact) {
   const topo::Shape s = model::two_level(2, 2);
   config::Config cfg = model_testing::messages();
+  cfg.chunk_bytes = 0;  // one schedule each (the chunks offered: model_shm_test's QuantChunks...)
   const model::Model m = quant_model();
   // Off: nothing costed.
   model::Plan p = model::plan({Coll::Allreduce, 1 * MiB, 4}, s, m, cfg);
