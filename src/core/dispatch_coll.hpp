@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <type_traits>
@@ -104,10 +105,13 @@ bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
 }
 
 // The report's key of a call run by libhier's schedule bound to device buffers, by form.
-// staged: its message steps through host memory (exec::GpuPath::DeviceStaged).
-inline const char* hier_device_key(const MPI_Request* req, bool staged) {
-  if (staged) return !req ? "hier_staged" : exec::persistent_init_scope() ? "hier_staged_persistent" : "hier_staged_nonblocking";
+inline const char* hier_device_key(const MPI_Request* req) {
   return !req ? "hier_device" : exec::persistent_init_scope() ? "hier_device_persistent" : "hier_device_nonblocking";
+}
+// The same call with its message steps staged through host memory (exec::GpuPath::DeviceStaged):
+// "hier_staged..." for "hier_device...", one family per form.
+inline std::string staged_key(const char* hier_device) {
+  return std::string("hier_staged") + (hier_device + std::char_traits<char>::length("hier_device"));
 }
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
@@ -155,8 +159,8 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
       if (!ran) return to_mpi<B>(fwd, s, kind, req, a...);  // left flat: the MPI's own (on host copies where staged)
       // Quantized calls on device buffers are blocking ones (their nonblocking forms go to the MPI).
       const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;
-      const char* quant_key = step_staged ? "hier_staged_quant" : "hier_device_quant";
-      device::note_untouched(kind, quantized ? quant_key : hier_device_key(req, step_staged));
+      const char* key = quantized ? "hier_device_quant" : hier_device_key(req);
+      device::note_untouched(kind, step_staged ? staged_key(key).c_str() : key);
       return {ran->rc, ran->algo};
     }
   }

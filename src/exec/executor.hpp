@@ -56,9 +56,6 @@ struct Binding {
   ScratchSet* stage_tmp = nullptr;
 };
 
-// The level communicator a step names (MPI_COMM_NULL: none).
-MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv);
-
 // Marks Via::Shm the steps of `s` on level communicators that have a shared-memory segment
 // (HIER_SHM; sched/transport.hpp), the same on every rank. Returns how many.
 int route_shm(sched::Schedule& s, const topo::Levels& lv);
@@ -137,5 +134,8 @@ class Machine {
 // Runs `s` to completion: the Machine above, blocking (start a group, complete it, ...).
 // On an error, everything already started is still completed before the first error returns.
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b);
+
+// The level communicator a step names (MPI_COMM_NULL: none).
+MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv);
 
 }  // namespace hier::exec
