@@ -53,9 +53,6 @@ struct Binding {
   ScratchSet* stage_tmp = nullptr;
 };
 
-// The level communicator a step names (MPI_COMM_NULL: none).
-MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv);
-
 // Marks Via::Shm the steps of `s` on the level communicators inside a node that have a
 // shared-memory segment (HIER_SHM; sched::route_shm, the rule the planner costs), the same on
 // every rank. Returns how many.
@@ -135,5 +132,8 @@ class Machine {
 // Runs `s` to completion: the Machine above, blocking (start a group, complete it, ...).
 // On an error, everything already started is still completed before the first error returns.
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b);
+
+// The level communicator a step names (MPI_COMM_NULL: none).
+MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv);
 
 }  // namespace hier::exec
