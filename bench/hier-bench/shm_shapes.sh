@@ -13,10 +13,9 @@ cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:4 4:2"}
 b=$PWD/build/$mpi
 name=shmb
-tools/minicluster --name $name down >/dev/null 2>&1
-tools/minicluster --name $name up --nodes 4 --ppn 2 --link 1gbit >/dev/null || exit 1
-trap 'tools/minicluster --name $name down >/dev/null 2>&1' EXIT
-out=/tmp/shmbench.$mpi; rm -rf $out; mkdir -p $out
+. bench/lib/cluster.sh
+bench_cluster_up $name 4 2
+out=/tmp/shmbench.$mpi; bench_outdir $out
 variants=${VARIANTS:-"mpi exact exact_shm int8 int8_shm"}
 run() { # nodes ppn variant rep
   local nodes=$1 ppn=$2 v=$3 rep=$4 envs
@@ -47,8 +46,7 @@ run() { # nodes ppn variant rep
     --ppn $ppn --preload $b/libhier.so -- $b/hier-bench --colls allreduce --min 16777216 --max 16777216 --iters 5 \
     --warmup 1 --max-iters-bytes 16777216 --csv $f >/dev/null 2>&1
 }
-tools/minicluster --name $name run --mpi $mpi --use-nodes 2 --ppn 2 -- $b/hier-bench --colls allreduce --min 1048576 \
-  --max 1048576 --iters 2 >/dev/null 2>&1
+bench_cluster_warm $mpi $b
 for rep in $(seq 1 "$reps"); do
   for shape in $shapes; do
     for v in $variants; do run ${shape%:*} ${shape#*:} $v $rep; done
@@ -80,4 +78,4 @@ for s in shapes:
         cells.append(f"{m:.0f} ms [{' '.join(f'{x:.0f}' for x in runs)}]{ratio}")
     print(f"| {n} x {p} | " + " | ".join(cells) + " |")
 PY
-tools/minicluster --name $name links 2>&1 | tail -8
+bench_cluster_links

@@ -124,16 +124,17 @@ def main():
         if a.mode == "kill":
             cmd += ["-disable-auto-cleanup"]
     cmd += a.launcher.split()
-    # The fault lasts past the report (limit + at most 1.2 s measured under load) with a margin.
-    sleep_s = str(int(LIMIT) + (2 if a.mode == "cslow" else 3))
-    go = f"{tmp}/go"
-    cmd += ["-n", str(NP), a.exe, a.mode, sleep_s, go]
+    # A sleeping fault lasts until this script creates `wake`, once the report is out (hang.c);
+    # sleep_s only bounds it, where no report comes (the checks then fail on the missing report).
+    sleep_s = str(int(LIMIT) + 8)
+    go, wake = f"{tmp}/go", f"{tmp}/wake"
+    cmd += ["-n", str(NP), a.exe, a.mode, sleep_s, go, wake]
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if a.cluster:  # minicluster passes the caller's HIER_* variables to the ranks, LD_PRELOAD by --preload
         mc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "minicluster")
         cmd = ["/usr/bin/python3", mc, "--name", a.cluster, "run", "--mpi", a.mpi, "--np", str(NP),
-               "--timeout", "80", "--preload", a.lib, "--", a.exe, a.mode, sleep_s]
+               "--timeout", "80", "--preload", a.lib, "--", a.exe, a.mode, sleep_s, go, wake]
         env.update({k: v for k, v in env_vars.items() if k != "LD_PRELOAD"})
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
@@ -162,7 +163,7 @@ def main():
 
     hang_files = lambda: sorted(f for f in glob.glob(f"{tmp}/hier-hang-*.json") if not os.path.islink(f))
     attacked = None  # the hostile clients' findings, and their connections held open to the end
-    t_fault = victim_pid = t_report = None
+    t_fault = victim_pid = t_report = t_file = t_woken = None
     continued = False
     finalize_hang = False
     deadline = t_start + 60
@@ -189,6 +190,10 @@ def main():
         if t_report is None and hang_files():
             t_report, _ = find(lambda l: "HANG:" in l)
             t_report = t_report or time.monotonic()
+            t_file = time.monotonic()
+        if t_report and not t_woken and time.monotonic() > t_file + 0.5:  # the report complete
+            open(wake, "w").close()  # a sleeping fault ends here (hang.c's DOZE)
+            t_woken = time.monotonic()
         if a.mode in ("stop", "istop") and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
             time.sleep(0.5)  # let the report be complete
             os.kill(victim_pid, signal.SIGCONT)
@@ -201,7 +206,8 @@ def main():
             # in the split case rank 0 is done before the sleeper wakes) and 3 s more count as the
             # end (libhier's reports are written before the MPI's own finalize).
             t_done, _ = find(lambda l: l.startswith("DONE "))
-            if t_done and time.monotonic() > max(t_done, (t_fault or 0) + float(sleep_s)) + 3:
+            fault_over = t_woken or (t_fault or 0) + float(sleep_s)
+            if t_done and time.monotonic() > max(t_done, fault_over) + 3:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 finalize_hang = True
