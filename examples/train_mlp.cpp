@@ -26,9 +26,12 @@
 // on raw float gradients (results then agree only within rounding across reduction orders).
 //
 // Output (rank 0): one line per step, then
-//   final_loss=<%.9g> mean_step_ms=<...> mean_comm_ms=<...> params=<N> grad_bytes=<N> ...
+//   final_loss=<%.9g> mean_step_ms=<...> mean_comm_ms=<...> mean_arrival_wait_ms=<...> params=<N> ...
 // final_loss is the loss on a fixed evaluation set after the last update; mean_step_ms is
-// the mean wall time of steps 2..N on rank 0 (step 1 includes connection set-up).
+// the mean wall time of steps 2..N on rank 0 (step 1 includes connection set-up); mean_comm_ms
+// rank 0's time inside the gradient collective; mean_arrival_wait_ms the part of it that rank 0
+// waited for the slowest rank to finish computing (its compute time minus rank 0's; in
+// ZeRO mode the time before also holds the parameter allgather).
 // Exit status 3 if the ranks end with different parameters (they must be bit-identical).
 // --done FILE: rank 0 creates FILE once the final line is printed and the ranks agreed on the
 // exit status (a launcher can then end a job whose MPI hangs in MPI_Finalize: minicluster's
@@ -36,6 +39,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cmath>
@@ -338,8 +342,9 @@ int main(int argc, char** argv) {
 
   const float norm = (float)o.batch * (float)o.out;  // local mean over samples and outputs
   const float step_scale = o.lr / (float)size;       // mean of the P local gradients
-  double sum_step = 0.0, sum_comm = 0.0;
-  std::vector<double> losses(rank == 0 ? size : 1);
+  double sum_step = 0.0, sum_comm = 0.0, sum_wait = 0.0;
+  // Per rank {loss, time before the step's communication}, gathered on rank 0 after the step.
+  std::vector<double> losses(rank == 0 ? 2 * size : 2);
   for (int s = 0; s < o.steps; ++s) {
     MPI_Barrier(MPI_COMM_WORLD);  // steps start together: step times are comparable
     const double t0 = MPI_Wtime();
@@ -387,16 +392,23 @@ int main(int argc, char** argv) {
     const double dt = MPI_Wtime() - t0;
     // Loss: gathered (a copy, exact) and summed in rank order on rank 0, so the printed value
     // does not depend on how the MPI reduces doubles.
-    const double local = sse / (double)norm;  // mean over this rank's samples and outputs
-    MPI_Gather(&local, 1, MPI_DOUBLE, losses.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    // The compute time before the communication goes along: a rank that computed faster than
+    // the slowest one waits inside the collective for the difference (arrival skew), which
+    // comm counts but no collective algorithm can remove.
+    const double local[2] = {sse / (double)norm, c0 - t0};  // loss: mean over this rank's samples
+    MPI_Gather(local, 2, MPI_DOUBLE, losses.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (s > 0 || o.steps == 1) {
       sum_step += dt;
       sum_comm += comm;
     }
     if (rank == 0) {
-      double loss = 0.0;
-      for (int r = 0; r < size; ++r) loss += losses[r];
+      double loss = 0.0, slowest = 0.0;
+      for (int r = 0; r < size; ++r) {
+        loss += losses[2 * r];
+        slowest = std::max(slowest, losses[2 * r + 1]);
+      }
       loss /= size;
+      if (s > 0 || o.steps == 1) sum_wait += slowest - local[1];
       if (o.print_every > 0 && ((s + 1) % o.print_every == 0 || s == 0 || s + 1 == o.steps))
         std::printf("step %d/%d loss %.6f step_ms %.2f comm_ms %.2f\n", s + 1, o.steps, loss,
                     dt * 1e3, comm * 1e3);
@@ -424,9 +436,9 @@ int main(int argc, char** argv) {
     m.make_batch(kEval, 0, neval);
     const double eval = m.forward(params.data(), neval) / ((double)neval * o.out);
     const int timed = o.steps > 1 ? o.steps - 1 : 1;
-    std::printf("final_loss=%.9g mean_step_ms=%.3f mean_comm_ms=%.3f params=%zu grad_bytes=%zu "
-                "ranks=%d mode=%s checksum=%016llx\n",
-                eval, sum_step / timed * 1e3, sum_comm / timed * 1e3, n, npad * sizeof(float), size,
+    std::printf("final_loss=%.9g mean_step_ms=%.3f mean_comm_ms=%.3f mean_arrival_wait_ms=%.3f params=%zu "
+                "grad_bytes=%zu ranks=%d mode=%s checksum=%016llx\n",
+                eval, sum_step / timed * 1e3, sum_comm / timed * 1e3, sum_wait / timed * 1e3, n, npad * sizeof(float), size,
                 o.zero ? "zero" : "ddp", (unsigned long long)sums[0]);
     std::fflush(stdout);
   }

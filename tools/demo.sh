@@ -86,7 +86,8 @@ else
   }
 fi
 
-for variant in mpi libhier; do step_ms[$variant]=""; comm_ms[$variant]=""; sent[$variant]=""; done
+declare -A wait_ms
+for variant in mpi libhier; do step_ms[$variant]=""; comm_ms[$variant]=""; wait_ms[$variant]=""; sent[$variant]=""; done
 dropped_total=0
 # Link counters of the demo cluster: total bytes sent and packets dropped, as "bytes drops".
 counters() {
@@ -103,6 +104,7 @@ for rep in $(seq 1 "$reps"); do
     dropped_total=$((dropped_total + drops_after - drops_before))
     step_ms[$variant]+=" $(field mean_step_ms "$line")"
     comm_ms[$variant]+=" $(field mean_comm_ms "$line")"
+    wait_ms[$variant]+=" $(field mean_arrival_wait_ms "$line")"
     sent[$variant]+=" $((after - before))"
     loss[$variant]=$(field final_loss "$line")
     echo "   rep $rep, $variant: $line"
@@ -118,6 +120,8 @@ echo "== train_mlp --mode $mode --width $width ($mpi, $reps runs each, medians)"
 printf '%-28s %14s %14s\n' "" "MPI alone" "with libhier"
 printf '%-28s %14.1f %14.1f\n' "time per step (ms)" "$ms_mpi" "$ms_hier"
 printf '%-28s %14.1f %14.1f\n' "communication per step (ms)" "$comm_mpi" "$comm_hier"
+# Of which rank 0 waited for the slowest rank's computation: no collective can shorten it.
+printf '%-28s %14.1f %14.1f\n' "  of it, arrival wait (ms)" "$(median ${wait_ms[mpi]})" "$(median ${wait_ms[libhier]})"
 if ((cluster)); then
   printf '%-28s %14.1f %14.1f\n' "MiB over the links per run" "$(awk -v b="$(median ${sent[mpi]})" 'BEGIN{print b/1048576}')" "$(awk -v b="$(median ${sent[libhier]})" 'BEGIN{print b/1048576}')"
 fi
