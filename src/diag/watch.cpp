@@ -181,13 +181,7 @@ void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, co
   const uint64_t g0 = s->gen.load(std::memory_order_relaxed);
   s->gen.store(g0 + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  s->comm = w;
-  s->seq = seq;
-  s->fn = fn;
-  s->root = root;
-  s->count = count;
-  s->ra = ra;
-  s->t0_ns = t0_ns;
+  s->call = WatchedCall{w, seq, fn, root, count, ra, t0_ns};
   s->gen.store(g0 + 2, std::memory_order_release);
   s->active.store(1, std::memory_order_release);
 }
@@ -197,15 +191,9 @@ void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, co
 // (side_channel.cpp serves them on a thread of its own) and the investigation of a hang.
 namespace {
 
-struct CallView {
+struct CallView : WatchedCall {
   bool active = false;
   uint64_t gen = 0;
-  CommWatch* comm = nullptr;
-  uint64_t seq = 0;
-  int fn = 0, root = -1;
-  int64_t count = -1;
-  const void* ra = nullptr;
-  uint64_t t0 = 0;
 };
 
 CallView read_slot(CallSlot& s) {
@@ -214,13 +202,7 @@ CallView read_slot(CallSlot& s) {
     const uint64_t a = s.gen.load(std::memory_order_acquire);
     if (a & 1) continue;
     v.active = s.active.load(std::memory_order_acquire) != 0;
-    v.comm = s.comm;
-    v.seq = s.seq;
-    v.fn = s.fn;
-    v.root = s.root;
-    v.count = s.count;
-    v.ra = s.ra;
-    v.t0 = s.t0_ns;
+    static_cast<WatchedCall&>(v) = s.call;
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.gen.load(std::memory_order_relaxed) == a) {
       v.gen = a;
@@ -236,13 +218,7 @@ CallView view_of(const PendingCall& p) {
   CallView v;
   v.active = true;
   v.gen = p.id;
-  v.comm = p.comm;
-  v.seq = p.seq;
-  v.fn = p.fn;
-  v.root = p.root;
-  v.count = p.count;
-  v.ra = p.ra;
-  v.t0 = p.t0;
+  static_cast<WatchedCall&>(v) = p;
   return v;
 }
 
@@ -281,7 +257,7 @@ std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
       if (v.comm->key == key && v.seq == asked_seq) cv = v;
     const std::string site = brief || !cv.ra ? "" : where::describe(where::resolve({cv.ra})[0]);
     o << 1 << '\t' << fn_name(cv.fn) << '\t' << cv.comm->key << '\t' << cv.seq << '\t' << cv.count << '\t' << cv.root
-      << '\t' << (now_ns() - cv.t0) / 1000000 << '\t' << clean(site) << '\t' << "" << '\t' << 0;
+      << '\t' << (now_ns() - cv.t0_ns) / 1000000 << '\t' << clean(site) << '\t' << "" << '\t' << 0;
     return o.str();
   }
   o << 0 << '\t' << "" << '\t' << 0 << '\t' << 0 << '\t' << -1 << '\t' << -1 << '\t' << 0 << '\t';
@@ -419,7 +395,7 @@ void investigate(const CallView& cv, CallId id) {
   HangCall call;
   call.reporter = g->rank;
   call.limit_s = g->limit_s;
-  call.waited_s = static_cast<double>(now_ns() - cv.t0) / 1e9;
+  call.waited_s = static_cast<double>(now_ns() - cv.t0_ns) / 1e9;
   call.fn = cv.fn;
   call.seq = seq;
   call.key = key;
@@ -435,7 +411,7 @@ void investigate(const CallView& cv, CallId id) {
     g->hangs.push_back(rep.json);
     // Written under the lock: a completion seen meanwhile by the watchdog thread rewrites it after.
     write_hang_file(path, rep.json);
-    g->open_hangs.push_back({id, cv.t0, std::move(call), ms, g->hangs.size() - 1, path});
+    g->open_hangs.push_back({id, cv.t0_ns, std::move(call), ms, g->hangs.size() - 1, path});
   }
 }
 
@@ -510,7 +486,7 @@ void watch_loop() {
   std::set<CallId> handled;  // calls already investigated
   const uint64_t limit_ns = static_cast<uint64_t>(g->limit_s * 1e9);
   const int tick_ms = std::clamp(static_cast<int>(g->limit_s * 1000 / 8), 20, 250);
-  auto overdue = [&](const CallView& cv, uint64_t t) { return cv.active && cv.comm && cv.t0 <= t && t - cv.t0 >= limit_ns; };
+  auto overdue = [&](const CallView& cv, uint64_t t) { return cv.active && cv.comm && cv.t0_ns <= t && t - cv.t0_ns >= limit_ns; };
   auto consider = [&](const CallView& cv, CallId id) {
     if (!handled.insert(id).second) return;
     if (!start_investigation(cv, id)) handled.erase(id);

@@ -23,10 +23,11 @@ extern bool g_watch_on;  // set once at MPI_Init, before any wrapped collective 
 // before it), its size, and how many collectives this rank started on it.
 struct CommWatch;
 
-// One in-flight blocking collective per thread (seqlock: odd `gen` while being written).
-struct CallSlot {
-  std::atomic<uint64_t> gen{0};
-  std::atomic<int> active{0};
+// What the watchdog knows of one collective call, blocking or not: the communicator, the call's
+// sequence number there, its signature (function, count, root), a call site (the return address
+// into the caller) and since when the rank waits in it (CLOCK_MONOTONIC ns). One struct for the
+// blocking calls' slots, the requests' list and the watchdog's views, so they cannot drift apart.
+struct WatchedCall {
   CommWatch* comm = nullptr;
   uint64_t seq = 0;
   int fn = 0;
@@ -34,6 +35,13 @@ struct CallSlot {
   int64_t count = -1;
   const void* ra = nullptr;
   uint64_t t0_ns = 0;
+};
+
+// One in-flight blocking collective per thread (seqlock: odd `gen` while being written).
+struct CallSlot {
+  std::atomic<uint64_t> gen{0};
+  std::atomic<int> active{0};
+  WatchedCall call;
 };
 
 CallSlot* this_thread_slot();

@@ -13,16 +13,11 @@ namespace hier::diag {
 
 namespace {
 
-struct Pending {
+// seq 0: a persistent collective not started; ra and t0_ns: the first wait or test's site and
+// time (t0_ns 0: nobody waits for it yet).
+struct Pending : PendingCall {
   MPI_Request handle = MPI_REQUEST_NULL;
-  CommWatch* comm = nullptr;
-  uint64_t seq = 0;  // 0: a persistent collective not started
-  int fn = 0, root = -1;
-  int64_t count = -1;
-  const void* wait_ra = nullptr;
-  uint64_t first_wait_ns = 0;  // 0: nobody waits for it yet
   bool persistent = false;
-  uint64_t id = 0;
 };
 
 // More outstanding collective requests than this are not watched (the list is searched linearly).
@@ -41,8 +36,8 @@ Pending* find(MPI_Request h) {
 
 void start(Pending& p) {
   p.seq = watch_next_seq(p.comm, p.fn, p.count, p.root);
-  p.first_wait_ns = 0;
-  p.wait_ra = nullptr;
+  p.t0_ns = 0;
+  p.ra = nullptr;
   p.id = g_next_id++;
 }
 
@@ -73,7 +68,7 @@ void StartScope::begin(int fn, MPI_Comm comm, int64_t count, int root, const voi
   if (s) {  // the call itself, while it runs, as a blocking call would be
     watch_begin(s, fn, comm, count, root, ra, watch_now_ns());
     slot_ = s;
-    seq_ = s->seq;
+    seq_ = s->call.seq;
   } else {
     seq_ = watch_next_seq(w, fn, count, root);
   }
@@ -122,9 +117,9 @@ void RequestScope::begin(int fn, int n, MPI_Request* r, const void* ra) noexcept
         if (p->persistent) start(*p);
         continue;
       }
-      if (p->seq && !p->first_wait_ns && b != Fn::Request_free && b != Fn::Cancel) {
-        p->first_wait_ns = watch_now_ns();
-        p->wait_ra = ra;
+      if (p->seq && !p->t0_ns && b != Fn::Request_free && b != Fn::Cancel) {
+        p->t0_ns = watch_now_ns();
+        p->ra = ra;
       }
       watched_.push_back({i, r[i]});
     }
@@ -146,7 +141,7 @@ void RequestScope::end() noexcept {
     if (!p) continue;
     if (p->persistent && r_[i] != MPI_REQUEST_NULL) {  // inactive until its next MPI_Start
       p->seq = 0;
-      p->first_wait_ns = 0;
+      p->t0_ns = 0;
     } else {
       *p = g_pending.back();
       g_pending.pop_back();
@@ -158,17 +153,8 @@ std::vector<PendingCall> waiting_requests() {
   std::vector<PendingCall> out;
   std::lock_guard<std::mutex> lk(g_mu);
   for (const Pending& p : g_pending) {
-    if (!p.seq || !p.first_wait_ns) continue;
-    PendingCall c;
-    c.id = p.id;
-    c.comm = p.comm;
-    c.seq = p.seq;
-    c.fn = p.fn;
-    c.root = p.root;
-    c.count = p.count;
-    c.ra = p.wait_ra;
-    c.t0 = p.first_wait_ns;
-    out.push_back(c);
+    if (!p.seq || !p.t0_ns) continue;
+    out.push_back(p);  // sliced to the PendingCall it is
   }
   return out;
 }

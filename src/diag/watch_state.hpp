@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "diag/watch.hpp"
+
 namespace hier::diag {
 
 struct CommWatch {
@@ -26,18 +28,12 @@ struct CommWatch {
 CommWatch* watch_comm(MPI_Comm comm);
 // The next sequence number on `w`, with the call's signature recorded for the mismatch check.
 uint64_t watch_next_seq(CommWatch* w, int fn, int64_t count, int root);
-uint64_t watch_now_ns();  // CLOCK_MONOTONIC, the clock of every t0
+uint64_t watch_now_ns();  // CLOCK_MONOTONIC, the clock of every t0_ns
 
 // A nonblocking or started persistent collective whose rank waits for it (MPI_Wait*, or a loop
-// of MPI_Test*: t0 is the first wait or test).
-struct PendingCall {
+// of MPI_Test*): ra and t0_ns are the first MPI_Wait / MPI_Test call's site and time.
+struct PendingCall : WatchedCall {
   uint64_t id = 0;  // unique per start: the watchdog investigates each at most once
-  CommWatch* comm = nullptr;
-  uint64_t seq = 0;
-  int fn = 0, root = -1;
-  int64_t count = -1;
-  const void* ra = nullptr;  // the first MPI_Wait / MPI_Test call's site
-  uint64_t t0 = 0;
 };
 std::vector<PendingCall> waiting_requests();
 
