@@ -25,6 +25,21 @@ struct UserBuf {
   MPI_Datatype type;
   bool written;       // results land here
   int root = -1;      // >= 0: used only at that rank (the MPI ignores it elsewhere)
+  int64_t offset = 0; // bytes from the pointer to the staged elements' start (a Span's lo)
+};
+
+// The bytes the blocks of a v- or w-form's buffer touch, [lo, hi) from its address: block i is
+// n elements of t at byte displacement disp. Staged as one copy of that span (the gaps travel
+// too and go back as they were, as a derived type's holes do).
+struct Span {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  void add(int64_t disp, int64_t n, MPI_Datatype t) {
+    MPI_Aint lb = 0;
+    const int64_t bytes = n > 0 ? device::span_bytes(t, n, &lb) : 0;
+    if (bytes <= 0) return;  // nothing touched, or a type the MPI rejects (it says so itself)
+    lo = std::min<int64_t>(lo, disp + lb);
+    hi = std::max<int64_t>(hi, disp + lb + bytes);
+  }
 };
 
 struct Shape {
@@ -38,6 +53,9 @@ struct Shape {
 
   void add(const void*& p, int64_t count_, MPI_Datatype t, bool written, int root = -1) {
     if (p != MPI_IN_PLACE && p != nullptr) buf[n++] = {&p, count_, t, written, root};
+  }
+  void add(const void*& p, const Span& sp, bool written, int root = -1) {
+    if (p != MPI_IN_PLACE && p != nullptr && sp.lo < sp.hi) buf[n++] = {&p, sp.hi - sp.lo, MPI_BYTE, written, root, sp.lo};
   }
   // Whether buffer i is used on this rank (asked only after may_rewrite: not on passthrough).
   bool used(int i) const;
@@ -142,6 +160,56 @@ inline Shape vblocks_to_all(config::Coll coll, const void*& sb, int& sc, MPI_Dat
   s.add(slot(rb), end, rt, true);
   return s;
 }
+// The span of blocks of counts[i] elements of t at element displacements displs[i], i < n.
+inline Span vspan(const int* counts, const int* displs, MPI_Datatype t, int n) {
+  Span sp;
+  MPI_Aint lb = 0, extent = 0;
+  if (!counts || !displs || PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS) return sp;
+  for (int i = 0; i < n; ++i) sp.add(int64_t{displs[i]} * extent, counts[i], t);
+  return sp;
+}
+// Blocks of rcs[i] elements from rank i at displs[i] out, at the root (MPI_Gatherv; no schedule).
+inline Shape vblocks_to_root(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, const int*& rcs,
+                             const int*& displs, MPI_Datatype& rt, int& root, MPI_Comm& c) {
+  Shape s{coll, rt, -1, c};
+  s.add(sb, sc, st, false);
+  if (comm_rank(c) == root) s.add(slot(rb), vspan(rcs, displs, rt, comm_size(c)), true, root);
+  return s;
+}
+// Blocks of scs[i] elements at displs[i] in at the root, one block out (MPI_Scatterv).
+inline Shape vblocks_from_root(config::Coll coll, const void*& sb, const int*& scs, const int*& displs,
+                               MPI_Datatype& st, void*& rb, int& rc, MPI_Datatype& rt, int& root, MPI_Comm& c) {
+  Shape s{coll, rt, -1, c};
+  if (comm_rank(c) == root) s.add(sb, vspan(scs, displs, st, comm_size(c)), false, root);
+  s.add(slot(rb), rc, rt, true);
+  return s;
+}
+// A block for each rank in, one from each out, at element displacements (MPI_Alltoallv).
+inline Shape vblocks_exchanged(config::Coll coll, const void*& sb, const int*& scs, const int*& sdispls,
+                               MPI_Datatype& st, void*& rb, const int*& rcs, const int*& rdispls, MPI_Datatype& rt,
+                               MPI_Comm& c) {
+  const int size = comm_size(c);
+  Shape s{coll, rt, -1, c};
+  if (sb != MPI_IN_PLACE) s.add(sb, vspan(scs, sdispls, st, size), false);
+  s.add(slot(rb), vspan(rcs, rdispls, rt, size), true);
+  return s;
+}
+// The same with a type per block and byte displacements (MPI_Alltoallw).
+inline Span wspan(const int* counts, const int* displs, const MPI_Datatype* types, int n) {
+  Span sp;
+  for (int i = 0; counts && displs && types && i < n; ++i) sp.add(displs[i], counts[i], types[i]);
+  return sp;
+}
+inline Shape wblocks_exchanged(config::Coll coll, const void*& sb, const int*& scs, const int*& sdispls,
+                               const MPI_Datatype*& sts, void*& rb, const int*& rcs, const int*& rdispls,
+                               const MPI_Datatype*& rts, MPI_Comm& c) {
+  const int size = comm_size(c);
+  Shape s{coll, MPI_BYTE, -1, c};
+  if (sb != MPI_IN_PLACE) s.add(sb, wspan(scs, sdispls, sts, size), false);
+  s.add(slot(rb), wspan(rcs, rdispls, rts, size), true);
+  return s;
+}
+
 // One block per rank in, one from each rank out (MPI_Alltoall).
 inline Shape blocks_exchanged(config::Coll coll, const void*& sb, int& sc, MPI_Datatype& st, void*& rb, int& rc,
                               MPI_Datatype& rt, MPI_Comm& c) {
@@ -193,6 +261,18 @@ Shape shape(Args&... a) {
   else static_assert(B != B, "not a blocking form in config/collectives.def");
 }
 
+// The buffers of a call of a forwarded collective (core/forwarded_colls.def), B its blocking form;
+// config::Coll::Count stands for "no row of collectives.def": nothing asks may_rewrite of it.
+template <Fn B, class... Args>
+Shape forwarded_shape(Args&... a) {
+  if constexpr (false) {
+  }
+#define HIER_FORWARDED_COLL(blocking, nonblocking, kind, key) \
+  else if constexpr (B == Fn::blocking) return buffers::kind(config::Coll::Count, a...);
+#include "core/forwarded_colls.def"
+  else static_assert(B != B, "not a blocking form in core/forwarded_colls.def");
+}
+
 // Host copies of this rank's device buffers, swapped into the arguments; copied back (the
 // written ones) by finish(). For a rank with device buffers on a communicator that runs host
 // schedules: the MPI is not GPU-aware, or the runtime was loaded after the agreement.
@@ -202,12 +282,12 @@ class Staged {
     for (int i = 0; i < s.n; ++i) {
       if (!s.used(i) || device::classify(*s.buf[i].slot) == device::MemKind::Host) continue;
       dev_[i] = *s.buf[i].slot;
-      st_[i].emplace(dev_[i], s.buf[i].count, s.buf[i].type);
+      st_[i].emplace(at(dev_[i], s.buf[i].offset), s.buf[i].count, s.buf[i].type);
       if (st_[i]->rc() != MPI_SUCCESS) {
         rc_ = st_[i]->rc();
         return;
       }
-      *s.buf[i].slot = st_[i]->host();
+      *s.buf[i].slot = at(st_[i]->host(), -s.buf[i].offset);
     }
   }
   int rc() const { return rc_; }
@@ -216,13 +296,14 @@ class Staged {
     int rc = MPI_SUCCESS;
     for (int i = 0; i < s_.n; ++i) {
       if (!st_[i]) continue;
-      if (s_.buf[i].written && rc == MPI_SUCCESS) rc = st_[i]->copy_back(const_cast<void*>(dev_[i]));
+      if (s_.buf[i].written && rc == MPI_SUCCESS) rc = st_[i]->copy_back(const_cast<void*>(at(dev_[i], s_.buf[i].offset)));
       *s_.buf[i].slot = dev_[i];
     }
     return rc;
   }
 
  private:
+  static const void* at(const void* p, int64_t bytes) { return static_cast<const char*>(p) + bytes; }
   Shape& s_;
   const void* dev_[2] = {};
   std::optional<device::HostStage> st_[2];
@@ -246,21 +327,37 @@ inline int completed_request(MPI_Request* req) {
   return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*req) : rc;
 }
 
-// The MPI's own collective B on the (staged, host) arguments, for a call the planner leaves
-// flat: the user's device pointers must not reach an MPI that may not take them. A nonblocking
-// call completes here (its copies go back when this returns) and gets a completed request.
+// The MPI's own collective on the (staged, host) arguments: its blocking form, or (req not
+// null) its nonblocking form run to its end here, since the copies go back when this returns;
+// the caller then gets a completed request.
+template <class Blocking, class Nonblocking, class... Args>
+int mpi_on_host(MPI_Request* req, Blocking blocking, Nonblocking nonblocking, Args&... a) {
+  if (!req) return blocking(a...);
+  int rc = nonblocking(a..., req);
+  if (rc == MPI_SUCCESS) rc = PMPI_Wait(req, MPI_STATUS_IGNORE);
+  return rc == MPI_SUCCESS ? completed_request(req) : rc;
+}
+
+// The MPI's own collective B on the staged arguments, for a call the planner leaves flat: the
+// user's device pointers must not reach an MPI that may not take them.
 template <Fn B, class... Args>
 int flat_on_host(MPI_Request* req, Args&... a) {
   if constexpr (false) {
   }
-#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...)                        \
-  else if constexpr (B == Fn::blocking) {                                                   \
-    if (!req) return PMPI_##blocking(a...);                                                 \
-    int rc = PMPI_##nonblocking(a..., req);                                                 \
-    if (rc == MPI_SUCCESS) rc = PMPI_Wait(req, MPI_STATUS_IGNORE);                          \
-    return rc == MPI_SUCCESS ? completed_request(req) : rc;                                 \
-  }
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
+  else if constexpr (B == Fn::blocking) return mpi_on_host(req, PMPI_##blocking, PMPI_##nonblocking, a...);
 #include "config/collectives.def"
+  else return MPI_ERR_INTERN;
+}
+
+// The same for a forwarded collective (core/forwarded_colls.def), B its blocking form.
+template <Fn B, class... Args>
+int forwarded_on_host(MPI_Request* req, Args&... a) {
+  if constexpr (false) {
+  }
+#define HIER_FORWARDED_COLL(blocking, nonblocking, kind, key) \
+  else if constexpr (B == Fn::blocking) return mpi_on_host(req, PMPI_##blocking, PMPI_##nonblocking, a...);
+#include "core/forwarded_colls.def"
   else return MPI_ERR_INTERN;
 }
 

@@ -64,11 +64,12 @@ std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
 // A call the MPI runs as it is: the user's buffers, unless some are device memory the MPI does
 // not take; then the MPI's collective on host copies of them (a local choice: every rank calls
 // the same MPI collective either way).
-template <Fn B, class Fwd, class... Args>
-Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
+template <class Fwd, class OnHost>
+Outcome mpi_on_copies(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, const char* gpu_aware_key,
+                      const char* staged_key, OnHost on_host) {
   if (kind == device::MemKind::Host) return passthrough(fwd);
   if (device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware)) {
-    device::note_untouched(kind, config::coll_key(s.coll));
+    device::note_untouched(kind, gpu_aware_key);
     return passthrough(fwd);
   }
   if (exec::persistent_init_scope()) {  // host copies would be gone at MPI_Start: the MPI's own handling
@@ -77,10 +78,42 @@ Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Reques
   }
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
-  const int rc = coll_device::flat_on_host<B>(req, a...);
-  device::note_untouched(kind, "staged");
+  const int rc = on_host();
+  device::note_untouched(kind, staged_key);
   const int back = staged.finish();
   return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
+}
+template <Fn B, class Fwd, class... Args>
+Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
+  return mpi_on_copies(fwd, s, kind, config::coll_key(s.coll), "staged",
+                       [&] { return coll_device::flat_on_host<B>(req, a...); });
+}
+
+// A collective libhier forwards (core/forwarded_colls.def; B its blocking form, req the
+// nonblocking form's request or null): the MPI's own call, on host copies of device buffers
+// where the MPI is not GPU-aware. Without a GPU runtime in the process: one atomic load.
+template <Fn B, class Fwd, class... Args>
+Outcome forwarded(Fwd& fwd, MPI_Request* req, Args... a) {
+  if (device::runtime() == device::Runtime::None) return passthrough(fwd);
+  coll_device::Shape s = coll_device::forwarded_shape<B>(a...);
+  const char *key = "", *staged_key = "staged";  // the report's (device/pointer.cpp, path_of)
+#define HIER_FORWARDED_COLL(blocking, nonblocking, kind, name) \
+  if (B == Fn::blocking) key = #name, staged_key = "staged_" #name;
+#include "core/forwarded_colls.def"
+  return mpi_on_copies(fwd, s, s.kind(), key, staged_key,
+                       [&] { return coll_device::forwarded_on_host<B>(req, a...); });
+}
+template <Fn B>
+constexpr Fn forwarded_blocking() {
+#define HIER_FORWARDED_COLL(blocking, nonblocking, kind, key) \
+  if (B == Fn::blocking || B == Fn::nonblocking) return Fn::blocking;
+#include "core/forwarded_colls.def"
+  return Fn::Count;
+}
+// The nonblocking form: the blocking form's arguments, then the request.
+template <Fn B, class Fwd, class Tuple, size_t... I>
+Outcome forwarded_nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
+  return forwarded<B>(fwd, std::get<sizeof...(I)>(t), std::get<I>(t)...);
 }
 
 // The collectives whose schedules run on device buffers (exec/device_steps.hpp), blocking and
@@ -252,6 +285,11 @@ inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
     }
   } else if constexpr (coll_detail::has_persistent<B>) {
     return coll_detail::persistent<B>(fwd, std::make_tuple(args...), std::make_index_sequence<sizeof...(Args) - 2>{});
+  } else if constexpr (coll_detail::forwarded_blocking<B>() != Fn::Count && F == B) {
+    constexpr Fn BB = coll_detail::forwarded_blocking<B>();
+    if constexpr (B == BB) return coll_detail::forwarded<BB>(fwd, nullptr, args...);
+    else return coll_detail::forwarded_nonblocking<BB>(fwd, std::make_tuple(args...),
+                                                        std::make_index_sequence<sizeof...(Args) - 1>{});
   } else if constexpr (coll_detail::has_hierarchical<B>) {
     // v-variants of the large-count family pass arrays of MPI_Count: not convertible, flat.
     if constexpr ((std::is_convertible_v<decltype(coll_detail::narrow(args)), decltype(args)> && ...) &&

@@ -6,6 +6,7 @@
 
 #include <sched.h>
 
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -105,6 +106,28 @@ int sendrecv_progressing(const void* sbuf, N scount, MPI_Datatype stype, int des
   if (rc == MPI_ERR_IN_STATUS) rc = sts[0].MPI_ERROR != MPI_SUCCESS ? sts[0].MPI_ERROR : sts[1].MPI_ERROR;
   if (st != MPI_STATUS_IGNORE) *st = sts[0];
   return rc;
+}
+// MPI_Sendrecv_replace: the outgoing data packed into a copy first (the receive overwrites the
+// buffer), then both sides as MPI_Sendrecv's; MPI_PACKED matches the peer's type like the
+// elements it holds. No memory for the copy: the MPI's own call (which then cannot advance
+// libhier's requests, as before).
+template <class N>
+int sendrecv_replace_progressing(void* buf, N count, MPI_Datatype t, int dest, int stag, int source, int rtag,
+                                 MPI_Comm comm, MPI_Status* st) {
+  int bytes = 0;
+  if constexpr (std::is_same_v<N, int>) {
+    if (int rc = PMPI_Pack_size(count, t, comm, &bytes); rc != MPI_SUCCESS) return rc;
+    std::unique_ptr<char[]> copy(new (std::nothrow) char[bytes > 0 ? bytes : 1]);
+    if (copy) {
+      int used = 0;
+      if (int rc = PMPI_Pack(buf, count, t, copy.get(), bytes, &used, comm); rc != MPI_SUCCESS) return rc;
+      return sendrecv_progressing(static_cast<const void*>(copy.get()), used, MPI_PACKED, dest, stag, buf, count, t,
+                                  source, rtag, comm, st);
+    }
+    return PMPI_Sendrecv_replace(buf, count, t, dest, stag, source, rtag, comm, st);
+  } else {  // the _c form (MPI 4): its count may not fit MPI_Pack's int
+    return PMPI_Sendrecv_replace_c(buf, count, t, dest, stag, source, rtag, comm, st);
+  }
 }
 // MPI_Probe: MPI_Iprobe until a message matches.
 inline int probe_progressing(int source, int tag, MPI_Comm comm, MPI_Status* st) {
@@ -434,7 +457,7 @@ inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
     if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
   }
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too
-  if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Probe) {
+  if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Sendrecv_replace || B == Fn::Probe) {
     // Test-only "p2p_progress" (util/inject.hpp) removes the loop, to show that the test of it
     // (nonblocking.stall) stalls without it; asked only while requests are outstanding.
     if (exec::calls_must_progress() && !util::injected_failure("p2p_progress")) {
@@ -442,6 +465,7 @@ inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
       if constexpr (B == Fn::Send) rc = p2p_detail::send_progressing(args...);
       else if constexpr (B == Fn::Recv) rc = p2p_detail::recv_progressing(args...);
       else if constexpr (B == Fn::Sendrecv) rc = p2p_detail::sendrecv_progressing(args...);
+      else if constexpr (B == Fn::Sendrecv_replace) rc = p2p_detail::sendrecv_replace_progressing(args...);
       else rc = p2p_detail::probe_progressing(args...);
       return {rc, diag::AlgoTag::Flat};
     }

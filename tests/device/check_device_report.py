@@ -51,6 +51,10 @@ if mode.startswith("p2p_"):
 p2p = ["send", "recv", "isend", "irecv", "sendrecv", "pack", "unpack"]
 colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scatter_block", "reduce_scatter",
          "alltoall"]
+# The collectives libhier forwards to the MPI (src/core/forwarded_colls.def): handed to a GPU-aware
+# MPI (their own key), or run by the MPI on host copies ("staged_" + key) where it is not.
+forwarded = ["gatherv", "scatterv", "alltoallv", "alltoallw", "scan", "exscan"]
+staged_forwarded = ["staged_" + k for k in forwarded]
 # Preloaded (GPU-aware MPI): collectives pass through (one count per call family); late: they
 # are staged; unaware (an MPI that is not GPU-aware): collectives, blocking p2p and MPI_Pack /
 # MPI_Unpack are staged, MPI_Isend / MPI_Irecv too.
@@ -65,15 +69,16 @@ kernel_p2p = ["kernel_send", "kernel_recv", "kernel_isend", "kernel_irecv", "ker
 # staged (an MPI that is not GPU-aware, the simulated GPU module): the collectives run libhier's
 # schedules bound to the device buffers with their message steps staged through pinned host
 # memory ("hier_staged"); staged_nomem: no staging memory on rank 1, so on host copies ("staged").
-want = {"preloaded": p2p + colls, "late": p2p + ["staged"],
-        "kernels": kernel_p2p + ["hier_device"],
-        "kernels_nomem": kernel_p2p + colls,
-        "staged": ["hier_staged"], "staged_nomem": ["staged"]}.get(mode, staged_p2p + ["staged"])
+want = {"preloaded": p2p + colls + forwarded, "late": p2p + ["staged"] + forwarded,
+        "kernels": kernel_p2p + ["hier_device"] + forwarded,
+        "kernels_nomem": kernel_p2p + colls + forwarded,
+        "staged": ["hier_staged"] + staged_forwarded,
+        "staged_nomem": ["staged"] + staged_forwarded}.get(mode, staged_p2p + ["staged"] + staged_forwarded)
 missing = [k for k in want if by_call.get(k, 0) < 1]
 if dev["runtime"] != "cuda" or missing:
     sys.exit(f"{path}: runtime {dev['runtime']}, missing counts for {missing}: {json.dumps(dev)}")
 unaware = mode.startswith(("unaware", "staged"))
-if unaware and any(k in by_call for k in colls + p2p):
+if unaware and any(k in by_call for k in colls + p2p + forwarded):
     sys.exit(f"{path}: device buffers handed to an MPI that is not GPU-aware: {json.dumps(dev)}")
 if mode == "kernels" and (by_call["hier_device"] < 9 or "staged" in by_call or "alltoall" in by_call
                           or "allgatherv" in by_call):

@@ -48,11 +48,6 @@ std::vector<int> data(size_t n, int salt) {
 
 constexpr int kN = 1024;
 
-bool mpi_gpu_aware() {
-  const char* v = std::getenv("FAKE_GPU_AWARE");
-  return v && v[0] == '1';
-}
-
 TEST(Device, A_Setup) {
   if (const char* late = std::getenv("FAKE_GPU_LATE")) {
     // The first in-window collective on MPI_COMM_WORLD agrees on "no GPU anywhere" ...
@@ -160,6 +155,155 @@ TEST(Device, Alltoall) {
   int* r = dev(n * p);
   ASSERT_EQ(MPI_Alltoall(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
   EXPECT_EQ(host(r, n * p), ref);
+}
+
+// The collectives libhier forwards to the MPI (core/forwarded_colls.def), blocking and
+// nonblocking: the MPI's own result on host buffers, and the bytes between the blocks (gaps of
+// 5 ints) left as they were. On an MPI that is not GPU-aware, a device pointer reaching it faults.
+struct VBlocks {  // counts 50 + 13 i, each block 5 ints after the previous one's end
+  std::vector<int> counts, displs;
+  int end = 0;
+  explicit VBlocks(int p) : counts(p), displs(p) {
+    for (int i = 0; i < p; ++i) {
+      counts[i] = 50 + 13 * i;
+      displs[i] = end + 5;
+      end = displs[i] + counts[i];
+    }
+  }
+};
+
+TEST(Device, Gatherv) {
+  const int p = size_(), root = p - 1, me = rank_();
+  const VBlocks v(p);
+  const auto in = data(v.counts[me], me), init = data(v.end, 99);
+  std::vector<int> ref = init;
+  PMPI_Gatherv(in.data(), v.counts[me], MPI_INT, ref.data(), v.counts.data(), v.displs.data(), MPI_INT, root,
+               MPI_COMM_WORLD);
+  int* s = dev(in.size(), in);
+  for (int nonblocking : {0, 1}) {
+    int* r = dev(v.end, init);
+    MPI_Request req;
+    ASSERT_EQ(nonblocking ? MPI_Igatherv(s, v.counts[me], MPI_INT, r, v.counts.data(), v.displs.data(), MPI_INT, root,
+                                         MPI_COMM_WORLD, &req)
+                          : MPI_Gatherv(s, v.counts[me], MPI_INT, r, v.counts.data(), v.displs.data(), MPI_INT, root,
+                                        MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    if (nonblocking) {
+      ASSERT_EQ(MPI_Wait(&req, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    }
+    EXPECT_EQ(host(r, v.end), me == root ? ref : init) << "nonblocking " << nonblocking;
+    fake_gpu_free(r);
+  }
+  EXPECT_EQ(host(s, in.size()), in);
+  fake_gpu_free(s);
+}
+
+TEST(Device, Scatterv) {
+  const int p = size_(), root = 0, me = rank_();
+  const VBlocks v(p);
+  const auto in = data(v.end, 7), init = data(v.counts[me], me);
+  std::vector<int> ref = init;
+  PMPI_Scatterv(in.data(), v.counts.data(), v.displs.data(), MPI_INT, ref.data(), v.counts[me], MPI_INT, root,
+                MPI_COMM_WORLD);
+  int* s = dev(v.end, in);
+  for (int nonblocking : {0, 1}) {
+    int* r = dev(v.counts[me], init);
+    MPI_Request req;
+    ASSERT_EQ(nonblocking ? MPI_Iscatterv(s, v.counts.data(), v.displs.data(), MPI_INT, r, v.counts[me], MPI_INT, root,
+                                          MPI_COMM_WORLD, &req)
+                          : MPI_Scatterv(s, v.counts.data(), v.displs.data(), MPI_INT, r, v.counts[me], MPI_INT, root,
+                                         MPI_COMM_WORLD),
+              MPI_SUCCESS);
+    if (nonblocking) {
+      ASSERT_EQ(MPI_Wait(&req, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    }
+    EXPECT_EQ(host(r, v.counts[me]), ref) << "nonblocking " << nonblocking;
+    fake_gpu_free(r);
+  }
+  fake_gpu_free(s);
+}
+
+// Alltoallv (ints, element displacements) and Alltoallw (the same blocks as ints and as a
+// 2-int contiguous type, byte displacements): block i of rank r holds 50 + 13 (i + r) % p ints.
+TEST(Device, AlltoallvW) {
+  const int p = size_(), me = rank_();
+  std::vector<int> sc(p), sd(p), rc(p), rd(p), sdb(p), rdb(p);
+  int send_end = 0, recv_end = 0;
+  for (int i = 0; i < p; ++i) {
+    sc[i] = 2 * (25 + 13 * ((i + me) % p) / 2);  // even: Alltoallw sends some blocks as 2-int elements
+    rc[i] = 2 * (25 + 13 * ((me + i) % p) / 2);
+    sd[i] = send_end + 5, send_end = sd[i] + sc[i];
+    rd[i] = recv_end + 5, recv_end = rd[i] + rc[i];
+    sdb[i] = sd[i] * static_cast<int>(sizeof(int)), rdb[i] = rd[i] * static_cast<int>(sizeof(int));
+  }
+  const auto in = data(send_end, me), init = data(recv_end, 99);
+  std::vector<int> ref = init;
+  PMPI_Alltoallv(in.data(), sc.data(), sd.data(), MPI_INT, ref.data(), rc.data(), rd.data(), MPI_INT, MPI_COMM_WORLD);
+  MPI_Datatype pair;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  MPI_Type_commit(&pair);
+  // Alltoallw: odd peers' blocks as pairs (count halved), even ones as ints; the same bytes.
+  std::vector<MPI_Datatype> st(p), rt(p);
+  std::vector<int> scw(p), rcw(p);
+  for (int i = 0; i < p; ++i) {
+    st[i] = rt[i] = i % 2 ? pair : MPI_INT;
+    scw[i] = i % 2 ? sc[i] / 2 : sc[i];
+    rcw[i] = i % 2 ? rc[i] / 2 : rc[i];
+  }
+  int* s = dev(send_end, in);
+  for (int form = 0; form < 4; ++form) {  // Alltoallv, Ialltoallv, Alltoallw, Ialltoallw
+    int* r = dev(recv_end, init);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc_call;
+    if (form == 0) rc_call = MPI_Alltoallv(s, sc.data(), sd.data(), MPI_INT, r, rc.data(), rd.data(), MPI_INT, MPI_COMM_WORLD);
+    else if (form == 1)
+      rc_call = MPI_Ialltoallv(s, sc.data(), sd.data(), MPI_INT, r, rc.data(), rd.data(), MPI_INT, MPI_COMM_WORLD, &req);
+    else if (form == 2)
+      rc_call = MPI_Alltoallw(s, scw.data(), sdb.data(), st.data(), r, rcw.data(), rdb.data(), rt.data(), MPI_COMM_WORLD);
+    else
+      rc_call = MPI_Ialltoallw(s, scw.data(), sdb.data(), st.data(), r, rcw.data(), rdb.data(), rt.data(), MPI_COMM_WORLD,
+                               &req);
+    ASSERT_EQ(rc_call, MPI_SUCCESS) << "form " << form;
+    if (req != MPI_REQUEST_NULL) {
+      ASSERT_EQ(MPI_Wait(&req, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    }
+    EXPECT_EQ(host(r, recv_end), ref) << "form " << form;
+    fake_gpu_free(r);
+  }
+  fake_gpu_free(s);
+  MPI_Type_free(&pair);
+}
+
+TEST(Device, ScanExscan) {
+  const int me = rank_();
+  const auto in = data(kN, me);
+  for (int form = 0; form < 4; ++form) {  // Scan, Iscan, Exscan, Iexscan
+    const bool ex = form >= 2, nonblocking = form % 2;
+    const auto init = data(kN, 99);
+    std::vector<int> ref = init;
+    (ex ? PMPI_Exscan : PMPI_Scan)(in.data(), ref.data(), kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int* s = dev(kN, in);
+    int* r = dev(kN, init);
+    MPI_Request req = MPI_REQUEST_NULL;
+    const int rc = nonblocking ? (ex ? MPI_Iexscan : MPI_Iscan)(s, r, kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req)
+                               : (ex ? MPI_Exscan : MPI_Scan)(s, r, kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    ASSERT_EQ(rc, MPI_SUCCESS) << "form " << form;
+    if (req != MPI_REQUEST_NULL) {
+      ASSERT_EQ(MPI_Wait(&req, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    }
+    if (!ex || me > 0) {  // Exscan: rank 0's is undefined
+      EXPECT_EQ(host(r, kN), ref) << "form " << form;
+    }
+    // In place.
+    int* ip = dev(kN, in);
+    ASSERT_EQ((ex ? MPI_Exscan : MPI_Scan)(MPI_IN_PLACE, ip, kN, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+    if (!ex || me > 0) {
+      EXPECT_EQ(host(ip, kN), ref) << "in place, form " << form;
+    }
+    fake_gpu_free(s);
+    fake_gpu_free(r);
+    fake_gpu_free(ip);
+  }
 }
 
 // Float sums, in every count class (0, 1, a prime, large, one past a power of two): the device

@@ -298,6 +298,25 @@ FAKE_PMPI(PMPI_Ialltoallv,
           (s, sn, sd, st, r, rn, rd, rt, c, q))
 }  // extern "C"
 
+// The collectives libhier forwards to the MPI as they are (src/core/forwarded_colls.def; Gatherv,
+// Scatterv, Alltoallv and their I-forms are above): a GPU-aware MPI takes their device buffers.
+extern "C" {
+FAKE_PMPI(PMPI_Alltoallw,
+          (const void* s, const int* sn, const int* sd, const MPI_Datatype* st, void* r, const int* rn, const int* rd,
+           const MPI_Datatype* rt, MPI_Comm c),
+          (s, sn, sd, st, r, rn, rd, rt, c))
+FAKE_PMPI(PMPI_Ialltoallw,
+          (const void* s, const int* sn, const int* sd, const MPI_Datatype* st, void* r, const int* rn, const int* rd,
+           const MPI_Datatype* rt, MPI_Comm c, MPI_Request* q),
+          (s, sn, sd, st, r, rn, rd, rt, c, q))
+FAKE_PMPI(PMPI_Scan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
+FAKE_PMPI(PMPI_Exscan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
+FAKE_PMPI(PMPI_Iscan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q),
+          (s, r, n, t, op, c, q))
+FAKE_PMPI(PMPI_Iexscan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q),
+          (s, r, n, t, op, c, q))
+}  // extern "C"
+
 // MPI_Sendrecv_replace and the large-count point-to-point forms (tests/device/device_p2p_test.cpp),
 // which a GPU-aware MPI is handed device pointers in for the types libhier passes through.
 extern "C" {

@@ -568,7 +568,7 @@ void arm_stall_guard(int rank, const char* stall_case) {
 // its request there too, or the peer's MPI_Wait never returns. Rank 1 starts late, so rank 0
 // is surely blocked before the collective's first level step can complete. A hang fails the
 // test by the guard. One instance per blocking call (the parameter), named after it.
-const char* const kBlockingCalls[] = {"MPI_Recv", "MPI_Probe", "MPI_Send", "MPI_Sendrecv"};
+const char* const kBlockingCalls[] = {"MPI_Recv", "MPI_Probe", "MPI_Send", "MPI_Sendrecv", "MPI_Sendrecv_replace"};
 class BlockingPointToPoint : public testing::TestWithParam<int> {};
 
 TEST_P(BlockingPointToPoint, Progresses) {
@@ -597,6 +597,7 @@ TEST_P(BlockingPointToPoint, Progresses) {
         ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 1, 9, back.data(), 300000, MPI_INT, 1, 9, c, &st),
                   MPI_SUCCESS);
         break;
+      case 4: ASSERT_EQ(MPI_Sendrecv_replace(back.data(), 300000, MPI_INT, 1, 9, 1, 9, c, &st), MPI_SUCCESS); break;
     }
     if (mode != 2) {
       int n = -1;
@@ -610,7 +611,7 @@ TEST_P(BlockingPointToPoint, Progresses) {
     if (rank == 1) {
       std::fill(msg.begin(), msg.end(), 1 + mode);
       if (mode == 2) ASSERT_EQ(MPI_Recv(back.data(), 300000, MPI_INT, 0, 9, c, MPI_STATUS_IGNORE), MPI_SUCCESS);
-      else if (mode == 3)
+      else if (mode >= 3)  // MPI_Sendrecv, or MPI_Sendrecv_replace on rank 0
         ASSERT_EQ(MPI_Sendrecv(msg.data(), 300000, MPI_INT, 0, 9, back.data(), 300000, MPI_INT, 0, 9, c,
                                MPI_STATUS_IGNORE), MPI_SUCCESS);
       else ASSERT_EQ(MPI_Send(msg.data(), 300000, MPI_INT, 0, 9, c), MPI_SUCCESS);
@@ -620,7 +621,7 @@ TEST_P(BlockingPointToPoint, Progresses) {
   a->reference();
   check(*a, c);
 }
-INSTANTIATE_TEST_SUITE_P(Nonblocking, BlockingPointToPoint, testing::Range(0, 4),
+INSTANTIATE_TEST_SUITE_P(Nonblocking, BlockingPointToPoint, testing::Range(0, 5),
                          [](const testing::TestParamInfo<int>& i) { return std::string(kBlockingCalls[i.param]); });
 
 #if MPI_VERSION >= 4
