@@ -14,7 +14,10 @@
 #include "config/config.hpp"
 #include "core/colls.hpp"
 #include "device/pointer.hpp"
+#include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
+#include "dtype/requests.hpp"
+#include "dtype/staging.hpp"
 #include "hier/fn.hpp"
 
 namespace hier::core::coll_device {
@@ -327,38 +330,83 @@ inline int completed_request(MPI_Request* req) {
   return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*req) : rc;
 }
 
-// The MPI's own collective on the (staged, host) arguments: its blocking form, or (req not
-// null) its nonblocking form run to its end here, since the copies go back when this returns;
-// the caller then gets a completed request.
-template <class Blocking, class Nonblocking, class... Args>
-int mpi_on_host(MPI_Request* req, Blocking blocking, Nonblocking nonblocking, Args&... a) {
-  if (!req) return blocking(a...);
-  int rc = nonblocking(a..., req);
+// The MPI's own calls of collective B (its blocking form), from the two tables: the rewritten
+// collectives (config/collectives.def) and the forwarded ones (core/forwarded_colls.def).
+template <Fn B>
+struct MpiCalls;
+#define HIER_COLL(name, key, blocking, nonblocking, ...) \
+  template <>                                            \
+  struct MpiCalls<Fn::blocking> {                        \
+    static constexpr auto blocking_call = PMPI_##blocking;       \
+    static constexpr auto nonblocking_call = PMPI_##nonblocking; \
+  };
+#include "config/collectives.def"
+#define HIER_FORWARDED_COLL(blocking, nonblocking, ...) \
+  template <>                                           \
+  struct MpiCalls<Fn::blocking> {                       \
+    static constexpr auto blocking_call = PMPI_##blocking;       \
+    static constexpr auto nonblocking_call = PMPI_##nonblocking; \
+  };
+#include "core/forwarded_colls.def"
+
+// The MPI's own collective B on the (staged, host) arguments, run to its end: its blocking
+// form, or (req not null) its nonblocking form and a wait, then a completed request, for a
+// caller whose copies go back when this returns.
+template <Fn B, class... Args>
+int flat_on_host(MPI_Request* req, Args&... a) {
+  if (!req) return MpiCalls<B>::blocking_call(a...);
+  int rc = MpiCalls<B>::nonblocking_call(a..., req);
   if (rc == MPI_SUCCESS) rc = PMPI_Wait(req, MPI_STATUS_IGNORE);
   return rc == MPI_SUCCESS ? completed_request(req) : rc;
 }
 
-// The MPI's own collective B on the staged arguments, for a call the planner leaves flat: the
-// user's device pointers must not reach an MPI that may not take them.
+// The nonblocking form of B started on host copies of this rank's device buffers, which live
+// until the request completes: one staging buffer holds the written buffer's span first (the
+// GPU runtime copies it back when MPI_Wait / MPI_Test completes the request: dtype's owned
+// requests, as for a staged MPI_Irecv) and the read buffer's after it. The user keeps the MPI's
+// request, so the call stays nonblocking. Nothing on the device: the MPI's call as it is.
 template <Fn B, class... Args>
-int flat_on_host(MPI_Request* req, Args&... a) {
-  if constexpr (false) {
+int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
+  struct Part {
+    int i;
+    int64_t first;  // bytes from the user's pointer to the span's first byte
+    size_t span, at;  // its length, and its place in the staging buffer
+  };
+  Part parts[2];
+  int n = 0;
+  size_t total = 0;
+  for (bool written : {true, false})
+    for (int i = 0; i < s.n; ++i) {
+      const UserBuf& b = s.buf[i];
+      if (b.written != written || !s.used(i) || device::classify(*b.slot) == device::MemKind::Host) continue;
+      MPI_Aint lb = 0;
+      const int64_t span = device::span_bytes(b.type, b.count, &lb);
+      if (span < 0) return MPI_ERR_TYPE;
+      if (span == 0) continue;
+      parts[n++] = {i, b.offset + lb, static_cast<size_t>(span), total};
+      total += static_cast<size_t>(span);
+    }
+  if (n == 0) return MpiCalls<B>::nonblocking_call(a..., req);
+  dtype::Staging st = dtype::stage_acquire(total);
+  if (!st.p) return MPI_ERR_NO_MEM;
+  const void* user[2] = {};
+  for (int k = 0; k < n; ++k) {
+    const Part& pt = parts[k];
+    user[k] = *s.buf[pt.i].slot;
+    if (!device::runtime_copy(st.p + pt.at, static_cast<const char*>(user[k]) + pt.first, pt.span)) {
+      for (int j = 0; j < k; ++j) *s.buf[parts[j].i].slot = user[j];
+      dtype::stage_release(st);
+      return MPI_ERR_OTHER;
+    }
+    *s.buf[pt.i].slot = st.p + pt.at - pt.first;  // the host copy's element 0
   }
-#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
-  else if constexpr (B == Fn::blocking) return mpi_on_host(req, PMPI_##blocking, PMPI_##nonblocking, a...);
-#include "config/collectives.def"
-  else return MPI_ERR_INTERN;
-}
-
-// The same for a forwarded collective (core/forwarded_colls.def), B its blocking form.
-template <Fn B, class... Args>
-int forwarded_on_host(MPI_Request* req, Args&... a) {
-  if constexpr (false) {
-  }
-#define HIER_FORWARDED_COLL(blocking, nonblocking, kind, key) \
-  else if constexpr (B == Fn::blocking) return mpi_on_host(req, PMPI_##blocking, PMPI_##nonblocking, a...);
-#include "core/forwarded_colls.def"
-  else return MPI_ERR_INTERN;
+  const int rc = MpiCalls<B>::nonblocking_call(a..., req);
+  for (int k = 0; k < n; ++k) *s.buf[parts[k].i].slot = user[k];
+  const Part& w = parts[0];
+  if (rc != MPI_SUCCESS) dtype::stage_release(st);
+  else if (s.buf[w.i].written) dtype::own_device_recv(*req, st, static_cast<char*>(const_cast<void*>(user[0])) + w.first, w.span);
+  else dtype::own_send(*req, st);
+  return rc;
 }
 
 }  // namespace hier::core::coll_device

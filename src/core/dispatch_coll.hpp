@@ -64,9 +64,9 @@ std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
 // A call the MPI runs as it is: the user's buffers, unless some are device memory the MPI does
 // not take; then the MPI's collective on host copies of them (a local choice: every rank calls
 // the same MPI collective either way).
-template <class Fwd, class OnHost>
+template <Fn B, class Fwd, class... Args>
 Outcome mpi_on_copies(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, const char* gpu_aware_key,
-                      const char* staged_key, OnHost on_host) {
+                      const char* staged_key, MPI_Request* req, Args&... a) {
   if (kind == device::MemKind::Host) return passthrough(fwd);
   if (device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware)) {
     device::note_untouched(kind, gpu_aware_key);
@@ -76,17 +76,17 @@ Outcome mpi_on_copies(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, con
     device::note_untouched(kind, "passed");
     return passthrough(fwd);
   }
+  device::note_untouched(kind, staged_key);
+  if (req) return {coll_device::start_on_copies<B>(s, req, a...), diag::AlgoTag::Flat};  // stays nonblocking
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
-  const int rc = on_host();
-  device::note_untouched(kind, staged_key);
+  const int rc = coll_device::flat_on_host<B>(nullptr, a...);
   const int back = staged.finish();
   return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
 }
 template <Fn B, class Fwd, class... Args>
 Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
-  return mpi_on_copies(fwd, s, kind, config::coll_key(s.coll), "staged",
-                       [&] { return coll_device::flat_on_host<B>(req, a...); });
+  return mpi_on_copies<B>(fwd, s, kind, config::coll_key(s.coll), "staged", req, a...);
 }
 
 // A collective libhier forwards (core/forwarded_colls.def; B its blocking form, req the
@@ -100,8 +100,7 @@ Outcome forwarded(Fwd& fwd, MPI_Request* req, Args... a) {
 #define HIER_FORWARDED_COLL(blocking, nonblocking, kind, name) \
   if (B == Fn::blocking) key = #name, staged_key = "staged_" #name;
 #include "core/forwarded_colls.def"
-  return mpi_on_copies(fwd, s, s.kind(), key, staged_key,
-                       [&] { return coll_device::forwarded_on_host<B>(req, a...); });
+  return mpi_on_copies<B>(fwd, s, s.kind(), key, staged_key, req, a...);
 }
 template <Fn B>
 constexpr Fn forwarded_blocking() {
