@@ -34,6 +34,8 @@ if(HIER_GPU_CUDA_CHECK)
   else()
     message(STATUS "HIER_GPU_CUDA_CHECK: no working CUDA compiler, the nvcc compile checks are skipped")
   endif()
+else()  # one line in every log that ran without the check (CI's included), saying why
+  message(STATUS "HIER_GPU_CUDA_CHECK off (no /usr/local/cuda/bin/nvcc, or -DHIER_GPU_CUDA_CHECK=OFF): the CUDA compile checks are skipped")
 endif()
 
 find_program(HIER_HIPCC hipcc)
