@@ -15,6 +15,9 @@ usage: check_report.py REPORT [--hier FN ...] [--flat FN ...] [--shm KIND ...] [
              says the kernel refused it between the ranks (single_copy_refused: such a machine)
   --fallback POINT[=N]: calls fell back to the MPI because some rank failed to acquire POINT
                         (levels, plan, scratch): at least once, or exactly N times
+  --device-path PATH: device buffers took path PATH (the report's device section: hier_device,
+             hier_staged, staged, gpu_aware) at least once, and none was passed as is to an MPI
+             that is not GPU-aware
 """
 import json
 import sys
@@ -37,7 +40,8 @@ def main():
                 errors.append(f"steps through shared memory: {steps}, expected none")
             mode = None
             continue
-        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo", "--shm", "--single"):
+        if a in ("--hier", "--flat", "--max-live", "--pipelined", "--fallback", "--algo", "--no-algo", "--shm", "--single",
+                 "--device-path"):
             mode = a
             algo_fn = None
             continue
@@ -51,6 +55,11 @@ def main():
             if mode == "--no-algo" and calls:
                 errors.append(f"{algo_fn}: {calls} calls with algorithm {a}, expected none")
             algo_fn = None
+            continue
+        if mode == "--device-path":
+            by_path = rep.get("device", {}).get("device", {}).get("by_path", {})
+            if not by_path.get(a) or by_path.get("passed"):
+                errors.append(f"device buffers: path {a} not taken, or some passed as is (by_path: {by_path})")
             continue
         if mode == "--hier":
             calls = fns.get(a, {}).get("algorithms", {}).get("hier", {}).get("calls", 0)

@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "cases.hpp"
+#include "on_device.hpp"
 
 namespace {
+
+using hier::test::on_device;
 
 using coll_test::Env;
 using coll_test::env_of;
@@ -92,7 +95,9 @@ TEST(CollMovement, Allgather) {
             std::copy(send.begin(), send.begin() + n * rt.extent, ref.begin() + e.rank * n * rt.extent);
           }
           const void* s = in_place ? MPI_IN_PLACE : send.data();
-          EXPECT_EQ(MPI_Allgather(s, c, st.type, got.data(), c, rt.type, e.comm), MPI_SUCCESS) << what;
+          EXPECT_EQ(on_device([&](void* sd, void* r) { return MPI_Allgather(in_place ? MPI_IN_PLACE : sd, c, st.type, r, c, rt.type, e.comm); },
+                              send, got),
+                    MPI_SUCCESS) << what;
           EXPECT_EQ(PMPI_Allgather(s, c, st.type, ref.data(), c, rt.type, e.comm), MPI_SUCCESS) << what;
           EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Allgather";
         }
@@ -119,7 +124,9 @@ TEST(CollMovement, Allgatherv) {
           std::copy(send.begin(), send.begin() + cnt[e.rank], ref.begin() + disp[e.rank]);
         }
         const void* s = in_place ? MPI_IN_PLACE : send.data();
-        EXPECT_EQ(MPI_Allgatherv(s, cnt[e.rank], MPI_INT, got.data(), cnt.data(), disp.data(), MPI_INT, e.comm), MPI_SUCCESS) << what;
+        EXPECT_EQ(on_device([&](void* sd, void* r) {
+                    return MPI_Allgatherv(in_place ? MPI_IN_PLACE : sd, cnt[e.rank], MPI_INT, r, cnt.data(), disp.data(), MPI_INT, e.comm);
+                  }, send, got), MPI_SUCCESS) << what;
         EXPECT_EQ(PMPI_Allgatherv(s, cnt[e.rank], MPI_INT, ref.data(), cnt.data(), disp.data(), MPI_INT, e.comm), MPI_SUCCESS) << what;
         EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Allgatherv";
       }
@@ -137,7 +144,7 @@ TEST(CollMovement, Bcast) {
           const MoveType& t = e.rank == root ? st : rt;
           const std::string what = label("bcast", st.name + "->" + rt.name, n, e, false, root);
           std::vector<char> got = pattern(n * t.extent, e.rank == root ? 5 : 6 + e.rank), ref = got;
-          EXPECT_EQ(MPI_Bcast(got.data(), static_cast<int>(n), t.type, root, e.comm), MPI_SUCCESS) << what;
+          EXPECT_EQ(on_device([&](void* b) { return MPI_Bcast(b, static_cast<int>(n), t.type, root, e.comm); }, got), MPI_SUCCESS) << what;
           EXPECT_EQ(PMPI_Bcast(ref.data(), static_cast<int>(n), t.type, root, e.comm), MPI_SUCCESS) << what;
           EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Bcast";
         }
@@ -156,7 +163,9 @@ TEST(CollMovement, Alltoall) {
           std::vector<char> send = pattern(n * st.extent * e.size, e.rank + 1);
           std::vector<char> got = in_place ? send : pattern(n * rt.extent * e.size, 77), ref = got;
           const void* s = in_place ? MPI_IN_PLACE : send.data();
-          EXPECT_EQ(MPI_Alltoall(s, c, st.type, got.data(), c, rt.type, e.comm), MPI_SUCCESS) << what;
+          EXPECT_EQ(on_device([&](void* sd, void* r) { return MPI_Alltoall(in_place ? MPI_IN_PLACE : sd, c, st.type, r, c, rt.type, e.comm); },
+                              send, got),
+                    MPI_SUCCESS) << what;
           EXPECT_EQ(PMPI_Alltoall(s, c, st.type, ref.data(), c, rt.type, e.comm), MPI_SUCCESS) << what;
           EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Alltoall";
         }
@@ -202,7 +211,9 @@ TEST(CollMovement, Gather) {
       std::copy(send.begin(), send.begin() + x.n * x.rt.extent, ref.begin() + at);
     }
     const void* s = x.ip() ? MPI_IN_PLACE : send.data();
-    EXPECT_EQ(MPI_Gather(s, c, x.st.type, got.data(), c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
+    EXPECT_EQ(on_device([&](void* sd, void* r) { return MPI_Gather(x.ip() ? MPI_IN_PLACE : sd, c, x.st.type, r, c, x.rt.type, x.root, e.comm); },
+                        send, got),
+              MPI_SUCCESS) << what;
     EXPECT_EQ(PMPI_Gather(s, c, x.st.type, ref.data(), c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
     EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Gather on rank " << e.rank;
   });
@@ -216,9 +227,10 @@ TEST(CollMovement, Scatter) {
     // The root's send buffer holds every block; the others' is never read.
     std::vector<char> send = pattern(x.n * x.st.extent * e.size, 3 + e.rank), send_ref = send;
     std::vector<char> got = pattern(x.n * x.rt.extent, 60 + e.rank), ref = got;
-    void* r = x.ip() ? MPI_IN_PLACE : got.data();
     void* r_ref = x.ip() ? MPI_IN_PLACE : ref.data();
-    EXPECT_EQ(MPI_Scatter(send.data(), c, x.st.type, r, c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
+    EXPECT_EQ(on_device([&](void* sd, void* rd) { return MPI_Scatter(sd, c, x.st.type, x.ip() ? MPI_IN_PLACE : rd, c, x.rt.type, x.root, e.comm); },
+                        send, got),
+              MPI_SUCCESS) << what;
     EXPECT_EQ(PMPI_Scatter(send_ref.data(), c, x.st.type, r_ref, c, x.rt.type, x.root, e.comm), MPI_SUCCESS) << what;
     EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Scatter on rank " << e.rank;
     EXPECT_TRUE(send == send_ref) << what << ": the send buffer changed on rank " << e.rank;

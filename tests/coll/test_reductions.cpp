@@ -10,9 +10,12 @@
 #include <set>
 
 #include "cases.hpp"
+#include "on_device.hpp"
 
 namespace coll_test {
 namespace {
+
+using hier::test::on_device;
 
 std::vector<Env> comms() {
   // WORLD and the even / odd halves of a split (each half runs it: every rank takes part).
@@ -94,7 +97,9 @@ TEST(CollReductions, Allreduce) {
           std::vector<char> got = in, ref = in;
           if (!in_place) std::fill(got.begin(), got.end(), 0x5A), std::fill(ref.begin(), ref.end(), 0x5A);
           const int cnt = static_cast<int>(n);
-          EXPECT_EQ(MPI_Allreduce(in_place ? MPI_IN_PLACE : in.data(), got.data(), cnt, c.type, c.op, e.comm), MPI_SUCCESS) << what;
+          EXPECT_EQ(on_device([&](void* s, void* r) { return MPI_Allreduce(in_place ? MPI_IN_PLACE : s, r, cnt, c.type, c.op, e.comm); },
+                              in, got),
+                    MPI_SUCCESS) << what;
           EXPECT_EQ(PMPI_Allreduce(in_place ? MPI_IN_PLACE : in.data(), ref.data(), cnt, c.type, c.op, e.comm), MPI_SUCCESS) << what;
           if (c.exact) EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Allreduce";
           else expect_close(c, got.data(), 0, n, e.size, what);
@@ -116,7 +121,9 @@ TEST(CollReductions, Reduce) {
             std::vector<char> got = in, ref = in;
             if (!ip) std::fill(got.begin(), got.end(), 0x5A), std::fill(ref.begin(), ref.end(), 0x5A);
             const int cnt = static_cast<int>(n);
-            EXPECT_EQ(MPI_Reduce(ip ? MPI_IN_PLACE : in.data(), got.data(), cnt, c.type, c.op, root, e.comm), MPI_SUCCESS) << what;
+            EXPECT_EQ(on_device([&](void* s, void* r) { return MPI_Reduce(ip ? MPI_IN_PLACE : s, r, cnt, c.type, c.op, root, e.comm); },
+                                in, got),
+                      MPI_SUCCESS) << what;
             EXPECT_EQ(PMPI_Reduce(ip ? MPI_IN_PLACE : in.data(), ref.data(), cnt, c.type, c.op, root, e.comm), MPI_SUCCESS) << what;
             if (e.rank != root) continue;
             if (c.exact) EXPECT_TRUE(got == ref) << what << ": differs from PMPI_Reduce";
@@ -146,10 +153,14 @@ void reduce_scatter_test(bool block) {
           }
           const void* s = in_place ? MPI_IN_PLACE : in.data();
           if (block) {
-            EXPECT_EQ(MPI_Reduce_scatter_block(s, got.data(), counts[0], c.type, c.op, e.comm), MPI_SUCCESS) << what;
+            EXPECT_EQ(on_device([&](void* sd, void* r) {
+                        return MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : sd, r, counts[0], c.type, c.op, e.comm);
+                      }, in, got), MPI_SUCCESS) << what;
             EXPECT_EQ(PMPI_Reduce_scatter_block(s, ref.data(), counts[0], c.type, c.op, e.comm), MPI_SUCCESS) << what;
           } else {
-            EXPECT_EQ(MPI_Reduce_scatter(s, got.data(), counts.data(), c.type, c.op, e.comm), MPI_SUCCESS) << what;
+            EXPECT_EQ(on_device([&](void* sd, void* r) {
+                        return MPI_Reduce_scatter(in_place ? MPI_IN_PLACE : sd, r, counts.data(), c.type, c.op, e.comm);
+                      }, in, got), MPI_SUCCESS) << what;
             EXPECT_EQ(PMPI_Reduce_scatter(s, ref.data(), counts.data(), c.type, c.op, e.comm), MPI_SUCCESS) << what;
           }
           // Only my block is defined (in place, the rest of recvbuf is unspecified).

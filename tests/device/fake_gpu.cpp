@@ -299,7 +299,9 @@ FAKE_PMPI(PMPI_Ialltoallv,
 }  // extern "C"
 
 // The collectives libhier forwards to the MPI as they are (src/core/forwarded_colls.def; Gatherv,
-// Scatterv, Alltoallv and their I-forms are above): a GPU-aware MPI takes their device buffers.
+// Scatterv, Alltoallv and their I-forms are above), and MPI_Gather / MPI_Scatter, which a
+// GPU-aware MPI without the GPU module gets (tests/coll's device_kernels variant with a module
+// that fails to load found them missing): a GPU-aware MPI takes their device buffers.
 extern "C" {
 FAKE_PMPI(PMPI_Alltoallw,
           (const void* s, const int* sn, const int* sd, const MPI_Datatype* st, void* r, const int* rn, const int* rd,
@@ -309,6 +311,12 @@ FAKE_PMPI(PMPI_Ialltoallw,
           (const void* s, const int* sn, const int* sd, const MPI_Datatype* st, void* r, const int* rn, const int* rd,
            const MPI_Datatype* rt, MPI_Comm c, MPI_Request* q),
           (s, sn, sd, st, r, rn, rd, rt, c, q))
+FAKE_PMPI(PMPI_Gather,
+          (const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root, MPI_Comm c),
+          (s, sn, st, r, rn, rt, root, c))
+FAKE_PMPI(PMPI_Scatter,
+          (const void* s, int sn, MPI_Datatype st, void* r, int rn, MPI_Datatype rt, int root, MPI_Comm c),
+          (s, sn, st, r, rn, rt, root, c))
 FAKE_PMPI(PMPI_Scan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
 FAKE_PMPI(PMPI_Exscan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c), (s, r, n, t, op, c))
 FAKE_PMPI(PMPI_Iscan, (const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c, MPI_Request* q),

@@ -1,0 +1,69 @@
+// COLL_TEST_DEVICE=1 (tests/coll/CMakeLists.txt, the device_* variants): the collective under
+// test gets each of its buffers as a copy in the stand-in runtime's "device memory"
+// (tests/device/fake_gpu.h: a region the host cannot touch outside the MPI), and what the call
+// left there is copied back into the host vectors that the test then compares with PMPI's
+// result on host memory. So every case of these suites also runs on device buffers, through
+// whichever path libhier takes (its schedules bound to the device, staged, or host copies).
+// The stand-in is preloaded by those variants only and found with dlsym, so that the others
+// never load it. Off: the call gets the vectors' own memory.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+namespace hier::test {
+
+struct DeviceFns {
+  void* (*alloc)(size_t, int);
+  void (*release)(void*);
+  void (*copy)(void*, const void*, size_t);
+};
+
+// Null unless COLL_TEST_DEVICE=1; then the stand-in runtime's functions, or the run ends.
+inline const DeviceFns* device_fns() {
+  static const DeviceFns* fns = []() -> const DeviceFns* {
+    const char* v = std::getenv("COLL_TEST_DEVICE");
+    if (!v || std::strcmp(v, "1") != 0) return nullptr;
+    static DeviceFns f{reinterpret_cast<void* (*)(size_t, int)>(dlsym(RTLD_DEFAULT, "fake_gpu_alloc")),
+                       reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "fake_gpu_free")),
+                       reinterpret_cast<void (*)(void*, const void*, size_t)>(dlsym(RTLD_DEFAULT, "fake_gpu_copy"))};
+    if (!f.alloc || !f.release || !f.copy) {
+      std::fprintf(stderr, "COLL_TEST_DEVICE=1 needs tests/device's libfake_gpu.so preloaded\n");
+      std::abort();
+    }
+    return &f;
+  }();
+  return fns;
+}
+
+namespace on_device_detail {
+template <class V>
+size_t bytes(const V& v) {
+  return v.size() * sizeof(typename V::value_type);
+}
+template <class Call, class... V, size_t... I>
+int run(const DeviceFns& f, Call& call, std::index_sequence<I...>, V&... v) {
+  void* d[] = {f.alloc(bytes(v) ? bytes(v) : 1, 0)...};
+  (f.copy(d[I], v.data(), bytes(v)), ...);
+  const int rc = call(d[I]...);
+  // Back into every vector the call could write (a send buffer too: a write there shows).
+  ((std::is_const_v<V> ? void() : f.copy(const_cast<void*>(static_cast<const void*>(v.data())), d[I], bytes(v))), ...);
+  (f.release(d[I]), ...);
+  return rc;
+}
+}  // namespace on_device_detail
+
+// call(p...): the collective under test, given one pointer per vector in v (in order).
+template <class Call, class... V>
+int on_device(Call call, V&... v) {
+  if (const DeviceFns* f = device_fns())
+    return on_device_detail::run(*f, call, std::index_sequence_for<V...>{}, v...);
+  return call(const_cast<void*>(static_cast<const void*>(v.data()))...);
+}
+
+}  // namespace hier::test
