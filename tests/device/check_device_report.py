@@ -69,13 +69,16 @@ kernel_p2p = ["kernel_send", "kernel_recv", "kernel_isend", "kernel_irecv", "ker
 # staged (an MPI that is not GPU-aware, the simulated GPU module): the collectives run libhier's
 # schedules bound to the device buffers with their message steps staged through pinned host
 # memory ("hier_staged"); staged_nomem: no staging memory on rank 1, so on host copies ("staged").
+# hip_*: the same as without the prefix, with the HIP runtime (tests/device/fake_hip.cpp).
+runtime = "hip" if mode.startswith("hip_") else "cuda"
+mode = mode.removeprefix("hip_")
 want = {"preloaded": p2p + colls + forwarded, "late": p2p + ["staged"] + forwarded,
         "kernels": kernel_p2p + ["hier_device"] + forwarded,
         "kernels_nomem": kernel_p2p + colls + forwarded,
         "staged": ["hier_staged"] + staged_forwarded,
         "staged_nomem": ["staged"] + staged_forwarded}.get(mode, staged_p2p + ["staged"] + staged_forwarded)
 missing = [k for k in want if by_call.get(k, 0) < 1]
-if dev["runtime"] != "cuda" or missing:
+if dev["runtime"] != runtime or missing:
     sys.exit(f"{path}: runtime {dev['runtime']}, missing counts for {missing}: {json.dumps(dev)}")
 unaware = mode.startswith(("unaware", "staged"))
 if unaware and any(k in by_call for k in colls + p2p + forwarded):

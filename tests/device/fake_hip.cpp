@@ -1,0 +1,45 @@
+// The HIP runtime entry points libhier uses (libamdhip64.so.6), with their real signatures,
+// answered from the regions fake_gpu.cpp maps, as fake_cuda.cpp does for the CUDA driver: the
+// pointer query (ROCm 6's hipMemoryType values, or ROCm 5's under FAKE_HIP_VERSION=5xxxxxxx,
+// which libhier reads through hipRuntimeGetVersion), and hipMemcpy (hipMemcpyDefault) through
+// the regions' read-write aliases. Preloaded so that libhier's dlopen(RTLD_NOLOAD) probe finds "a
+// HIP runtime in the process" (the path of a Frontier node).
+#include <cstdlib>
+#include <cstring>
+
+#include "fake_gpu.h"
+
+namespace {
+int version() {
+  const char* v = std::getenv("FAKE_HIP_VERSION");
+  return v ? std::atoi(v) : 60200000;  // ROCm 6.2
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int hipRuntimeGetVersion(int* v) {
+  *v = version();
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int hipPointerGetAttribute(void* data, int attribute, void* ptr) {
+  const int kind = fake_gpu_kind(ptr);
+  if (kind == 0) return 1;  // hipErrorInvalidValue: memory HIP does not know
+  const bool rocm6 = version() >= 60000000;
+  if (attribute == 8) {  // HIP_POINTER_ATTRIBUTE_IS_MANAGED
+    *static_cast<bool*>(data) = kind == 3;
+    return 0;
+  }
+  if (attribute == 2) {  // HIP_POINTER_ATTRIBUTE_MEMORY_TYPE: hipMemoryTypeDevice (6: 2; 5: 1)
+    *static_cast<unsigned int*>(data) = rocm6 ? 2 : 1;
+    return 0;
+  }
+  return 1;
+}
+
+// hipMemcpy(dst, src, bytes, hipMemcpyDefault = 4): direction from the pointers; no context
+// to push (HIP's device is per thread and set by the program).
+extern "C" __attribute__((visibility("default"))) int hipMemcpy(void* dst, const void* src, size_t bytes, int kind) {
+  if (kind != 4) return 1;  // libhier only ever asks for hipMemcpyDefault
+  fake_gpu_copy(dst, src, bytes);
+  return 0;
+}
