@@ -53,9 +53,19 @@ int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb) {
   *lb = 0;
   if (n <= 0) return 0;
   if (PMPI_Type_get_true_extent(t, lb, &text) != MPI_SUCCESS) return -1;
-  const int64_t last = (n - 1) * extent_of(t);  // element n-1's origin; below element 0's if the extent is negative
-  if (last < 0) *lb += last;
-  return (last < 0 ? -last : last) + text;
+  const int64_t extent = extent_of(t);
+  const int64_t last = (n - 1) * extent;  // element n-1's origin; below element 0's if the extent is negative
+  const int64_t first = *lb + std::min<int64_t>(last, 0);
+  int64_t end = *lb + std::max<int64_t>(last, 0) + text;
+  // A type whose data is one block (size == true extent) is packed by both MPIs, and by libhier's
+  // engine, as n * size bytes from its true lower bound, even where its extent is smaller and the
+  // elements overlap (a struct resized to extent 0): the span covers those bytes too. (Found by
+  // the random-datatype test on device memory: MPI_Pack read past a span one element long.)
+  MPI_Count size = 0;
+  if (extent < text && PMPI_Type_size_x(t, &size) == MPI_SUCCESS && size == text)
+    end = std::max<int64_t>(end, *lb + n * size);
+  *lb = first;
+  return end - first;
 }
 
 MemKind classify_typed(const void* p, int64_t n, MPI_Datatype t) {

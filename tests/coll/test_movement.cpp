@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cases.hpp"
-#include "on_device.hpp"
+#include "../support/on_device.hpp"
 
 namespace {
 

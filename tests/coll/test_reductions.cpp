@@ -10,7 +10,7 @@
 #include <set>
 
 #include "cases.hpp"
-#include "on_device.hpp"
+#include "../support/on_device.hpp"
 
 namespace coll_test {
 namespace {

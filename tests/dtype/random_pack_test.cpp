@@ -1,7 +1,9 @@
 // 10,000 random derived datatypes (seeded), each packed three ways — PMPI_Pack (the MPI's own
 // engine, the reference), MPI_Pack (through the preloaded libhier) and the engine's API
 // directly — with identical bytes required, then unpacked back into the original layout.
-// HIER_TEST_NTYPES / HIER_TEST_SEED override the count and the seed.
+// HIER_TEST_NTYPES / HIER_TEST_SEED override the count and the seed. TEST_ON_DEVICE=1 (the
+// device_* variants): MPI_Pack / MPI_Unpack get both sides in simulated device memory
+// (tests/support/on_device.hpp), so every layout is also packed and unpacked from the device.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -18,6 +20,7 @@
 #include "dtype/engine.hpp"
 #include "reference.hpp"
 #include "typegen.hpp"
+#include "../support/on_device.hpp"
 
 namespace hier::test {
 namespace {
@@ -81,7 +84,10 @@ bool check(MPI_Datatype t, int count, const std::string& desc, std::mt19937_64& 
   std::vector<char> pa(need + off0 + 8, 0x5a), pb(pa), pc(pa), pd(pa);
   int posa = off0, posb = off0;
   PMPI_Pack(base, count, t, pa.data(), static_cast<int>(pa.size()), &posa, MPI_COMM_WORLD);
-  MPI_Pack(base, count, t, pb.data(), static_cast<int>(pb.size()), &posb, MPI_COMM_WORLD);
+  on_device([&](void* from, void* to) {  // TEST_ON_DEVICE=1: both sides in device memory
+    return MPI_Pack(static_cast<char*>(from) + (base - src.data()), count, t, to, static_cast<int>(pb.size()), &posb,
+                    MPI_COMM_WORLD);
+  }, src, pb);
   if (posa != off0 + need) return fail("PMPI_Pack position is not count * size");
   if (posb != posa) return fail("MPI_Pack position differs");
   if (pa != pb) return fail("MPI_Pack bytes differ from PMPI_Pack");
@@ -120,7 +126,12 @@ bool check(MPI_Datatype t, int count, const std::string& desc, std::mt19937_64& 
   auto at_base = [&](std::vector<char>& v) { return v.data() + pad - lo; };
   int qa = off0, qb = off0;
   PMPI_Unpack(pa.data(), static_cast<int>(pa.size()), &qa, at_base(ua), count, t, MPI_COMM_WORLD);
-  MPI_Unpack(pa.data(), static_cast<int>(pa.size()), &qb, at_base(ub), count, t, MPI_COMM_WORLD);
+  std::vector<char> packed(pa);  // (not pa itself: a copy back would hide a write into it)
+  on_device([&](void* from, void* to) {
+    return MPI_Unpack(from, static_cast<int>(packed.size()), &qb, static_cast<char*>(to) + pad - lo, count, t,
+                      MPI_COMM_WORLD);
+  }, packed, ub);
+  if (packed != pa) return fail("MPI_Unpack wrote into its packed input");
   dtype::unpack(*c, pa.data() + off0, count, at_base(uc));
   if (qa != qb) return fail("MPI_Unpack position differs");
   if (ua != ub) return fail("MPI_Unpack result differs from PMPI_Unpack");

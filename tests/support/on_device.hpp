@@ -1,4 +1,4 @@
-// COLL_TEST_DEVICE=1 (tests/coll/CMakeLists.txt, the device_* variants): the collective under
+// TEST_ON_DEVICE=1 (the device_* variants of tests/coll and tests/dtype): the call under
 // test gets each of its buffers as a copy in the stand-in runtime's "device memory"
 // (tests/device/fake_gpu.h: a region the host cannot touch outside the MPI), and what the call
 // left there is copied back into the host vectors that the test then compares with PMPI's
@@ -24,16 +24,16 @@ struct DeviceFns {
   void (*copy)(void*, const void*, size_t);
 };
 
-// Null unless COLL_TEST_DEVICE=1; then the stand-in runtime's functions, or the run ends.
+// Null unless TEST_ON_DEVICE=1; then the stand-in runtime's functions, or the run ends.
 inline const DeviceFns* device_fns() {
   static const DeviceFns* fns = []() -> const DeviceFns* {
-    const char* v = std::getenv("COLL_TEST_DEVICE");
+    const char* v = std::getenv("TEST_ON_DEVICE");
     if (!v || std::strcmp(v, "1") != 0) return nullptr;
     static DeviceFns f{reinterpret_cast<void* (*)(size_t, int)>(dlsym(RTLD_DEFAULT, "fake_gpu_alloc")),
                        reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "fake_gpu_free")),
                        reinterpret_cast<void (*)(void*, const void*, size_t)>(dlsym(RTLD_DEFAULT, "fake_gpu_copy"))};
     if (!f.alloc || !f.release || !f.copy) {
-      std::fprintf(stderr, "COLL_TEST_DEVICE=1 needs tests/device's libfake_gpu.so preloaded\n");
+      std::fprintf(stderr, "TEST_ON_DEVICE=1 needs tests/device's libfake_gpu.so preloaded\n");
       std::abort();
     }
     return &f;
@@ -46,14 +46,31 @@ template <class V>
 size_t bytes(const V& v) {
   return v.size() * sizeof(typename V::value_type);
 }
+// The device buffer of argument `slot`, at least `n` bytes: kept from call to call and grown
+// when too small, since the stand-in never hands an address out twice (so that a use after free
+// shows) and a test of 10,000 calls would otherwise run out of its address space.
+inline void* buffer(const DeviceFns& f, size_t slot, size_t n) {
+  struct Kept {
+    void* p = nullptr;
+    size_t n = 0;
+  };
+  static thread_local Kept kept[4];
+  Kept& k = kept[slot];
+  if (k.n < n) {
+    if (k.p) f.release(k.p);
+    k.n = n < 4096 ? 4096 : n;
+    k.p = f.alloc(k.n, 0);
+  }
+  return k.p;
+}
 template <class Call, class... V, size_t... I>
 int run(const DeviceFns& f, Call& call, std::index_sequence<I...>, V&... v) {
-  void* d[] = {f.alloc(bytes(v) ? bytes(v) : 1, 0)...};
+  static_assert(sizeof...(V) <= 4, "at most 4 buffers per call");
+  void* d[] = {buffer(f, I, bytes(v) ? bytes(v) : 1)...};
   (f.copy(d[I], v.data(), bytes(v)), ...);
   const int rc = call(d[I]...);
   // Back into every vector the call could write (a send buffer too: a write there shows).
   ((std::is_const_v<V> ? void() : f.copy(const_cast<void*>(static_cast<const void*>(v.data())), d[I], bytes(v))), ...);
-  (f.release(d[I]), ...);
   return rc;
 }
 }  // namespace on_device_detail
