@@ -62,11 +62,11 @@ if check:
         chk = c.get("check", {})
         if not q or chk.get("calls", 0) != q:
             problems.append(f"{name}: {chk.get('calls', 0)} of {q} quantized calls checked")
-        elif not 0 < chk.get("max_rel_error", 0) < 0.05:
+        elif not 0 < (chk.get("max_rel_error") or float("nan")) < 0.05:  # (NaN: null in the report)
             problems.append(f"{name}: checked error {chk.get('max_rel_error')} not lossy within 0.05")
     # (before, a checked call on device buffers was staged whole: "staged"; in staged mode only
-    # the count-0 calls, which libhier leaves to the MPI, are: 16 blocking and 16 nonblocking,
-    # float, plus 16 + 16 of 16-bit floats where the MPI has them)
+    # the count-0 calls, which libhier leaves to the MPI, are: 24 on Open MPI, 32 on MPICH with
+    # its 16-bit floats)
     if mode == "staged" and by_call.get("staged", 0) > 64:
         problems.append(f"{by_call.get('staged')} calls staged whole")
 if problems:
