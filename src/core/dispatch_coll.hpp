@@ -15,7 +15,6 @@
 #include "core/colls.hpp"
 #include "core/wrap.hpp"
 #include "device/runtime_copy.hpp"
-#include "dtype/signature.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/context.hpp"
 #include "exec/device_steps.hpp"
@@ -93,13 +92,13 @@ constexpr bool kDeviceSchedules = kReductions<B> || B == Fn::Allgather || B == F
                                   B == Fn::Alltoall || B == Fn::Gather || B == Fn::Scatter;
 
 // Persistent collectives on a device_hier communicator: the request keeps its binding for every
-// MPI_Start, so a rank whose device buffers cannot be bound has no copies to fall back on. Every
-// collective with device schedules runs libhier's schedule, decided from the call's form and, for
-// a reduction, its type and op, which every rank passes alike: a reduction whose (type, op) has a
-// kernel on a dense type; every movement collective (allgather, allgatherv, bcast, alltoall,
-// gather, scatter: bytes copied, whatever the type), quantized or not. A rank whose buffers cannot
-// be bound (device memory of a non-dense type, or host and device memory mixed) fails the call
-// (MPI_ERR_BUFFER, below); one whose buffers are all host memory binds them there.
+// MPI_Start. Every collective with device schedules runs libhier's schedule, decided from the
+// call's form and, for a reduction, its type and op, which every rank passes alike: a reduction
+// whose (type, op) has a kernel on a dense type; every movement collective (allgather,
+// allgatherv, bcast, alltoall, gather, scatter: bytes copied, whatever the type), quantized or
+// not. A rank whose buffers cannot be bound (device memory of a non-dense type, or host and
+// device memory mixed) runs it on host copies kept with its request (persistent_staged); one
+// whose buffers are all host memory binds them there.
 template <Fn B, class... Args>
 bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
   if constexpr (kReductions<B>)
