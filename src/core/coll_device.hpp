@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "config/config.hpp"
@@ -310,6 +311,51 @@ class Staged {
   Shape& s_;
   const void* dev_[2] = {};
   std::optional<device::HostStage> st_[2];
+  int rc_ = MPI_SUCCESS;
+};
+
+// The host copies of a persistent collective's device buffers, kept with its request (exec::
+// wrap_persistent): made at the init, where the schedule is bound to them; copied from the device
+// again at every MPI_Start (refresh), and the written ones back once each start completed.
+class PersistentStage {
+ public:
+  // Replaces s's device buffers by host copies (rc() says whether that worked); restore() puts the
+  // user's pointers back into s.
+  explicit PersistentStage(Shape& s) {
+    for (int i = 0; i < s.n; ++i) {
+      if (!s.used(i) || device::classify(*s.buf[i].slot) == device::MemKind::Host) continue;
+      dev_[i] = *s.buf[i].slot;
+      written_[i] = s.buf[i].written;
+      st_[i] = std::make_unique<device::HostStage>(dev_[i], s.buf[i].count, s.buf[i].type);
+      if (st_[i]->rc() != MPI_SUCCESS) {
+        rc_ = st_[i]->rc();
+        return;
+      }
+      *s.buf[i].slot = st_[i]->host();
+    }
+  }
+  int rc() const { return rc_; }
+  void restore(Shape& s) const {
+    for (int i = 0; i < s.n; ++i)
+      if (st_[i]) *s.buf[i].slot = dev_[i];
+  }
+  int refresh() {
+    for (int i = 0; i < 2; ++i)
+      if (st_[i])
+        if (int rc = st_[i]->refresh(dev_[i]); rc != MPI_SUCCESS) return rc;
+    return MPI_SUCCESS;
+  }
+  int copy_back() const {
+    for (int i = 0; i < 2; ++i)
+      if (st_[i] && written_[i])
+        if (int rc = st_[i]->copy_back(const_cast<void*>(dev_[i])); rc != MPI_SUCCESS) return rc;
+    return MPI_SUCCESS;
+  }
+
+ private:
+  const void* dev_[2] = {};
+  bool written_[2] = {};
+  std::unique_ptr<device::HostStage> st_[2];
   int rc_ = MPI_SUCCESS;
 };
 

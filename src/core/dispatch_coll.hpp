@@ -15,7 +15,6 @@
 #include "core/colls.hpp"
 #include "core/wrap.hpp"
 #include "device/runtime_copy.hpp"
-#include "dtype/signature.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/context.hpp"
 #include "exec/device_steps.hpp"
@@ -124,34 +123,20 @@ template <Fn B>
 constexpr bool kDeviceSchedules = kReductions<B> || B == Fn::Allgather || B == Fn::Allgatherv || B == Fn::Bcast ||
                                   B == Fn::Alltoall || B == Fn::Gather || B == Fn::Scatter;
 
-// Whether a call that may run quantized (HIER_QUANT on its collective) stages its device buffers
-// (binds_device): the module has no quantization kernels for its values (MPIX_C_FLOAT16) or
-// HIER_QUANT_CHECK is on (the check's copies and comparison are host code). From what every rank
-// shares: the configuration and the values' type (the allgather's: its signature's).
-template <Fn B>
-bool quant_stages(const coll_device::Shape& s) {
-  if (config::get().quant_for(s.coll) == config::Quant::Off) return false;
-  const MPI_Datatype elem = B == Fn::Allgather ? dtype::signature_elem(s.type) : s.type;
-  return exec::quant_elem(elem) && (!exec::device_quantizable(elem) || config::get().quant_check_every > 0);
-}
-
 // Persistent collectives on a device_hier communicator: the request keeps its binding for every
-// MPI_Start, so a rank whose device buffers cannot be bound has no copies to fall back on. So
-// only reductions whose (type, op) has a kernel on a dense type run libhier's schedule: decided
-// from the type and op, which every rank passes alike. The others go to the MPI on every rank (a
-// movement collective's types may differ in layout between ranks), except the allgather that
-// HIER_QUANT may quantize: its values' type (the signature's, the same on every rank) has
-// quantization kernels and HIER_QUANT_CHECK is off; a rank whose device layout is not dense then
-// fails the call (MPI_ERR_BUFFER, as a reduction's rank mixing host and device memory does).
-// A call that would stage (quant_stages) has no copies at MPI_Start either: to the MPI.
+// MPI_Start. Every collective with device schedules runs libhier's schedule, decided from the
+// call's form and, for a reduction, its type and op, which every rank passes alike: a reduction
+// whose (type, op) has a kernel on a dense type; every movement collective (allgather,
+// allgatherv, bcast, alltoall, gather, scatter: bytes copied, whatever the type), quantized or
+// not. A rank whose buffers cannot be bound (device memory of a non-dense type, or host and
+// device memory mixed) runs it on host copies kept with its request (persistent_staged); one
+// whose buffers are all host memory binds them there.
 template <Fn B, class... Args>
 bool persistent_on_device(const coll_device::Shape& s, const Args&... a) {
-  if (quant_stages<B>(s)) return false;
   if constexpr (kReductions<B>)
     return exec::type_info(s.type).dense && exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
-  if constexpr (B == Fn::Allgather)
-    return config::get().quant_for(s.coll) != config::Quant::Off && exec::device_quantizable(dtype::signature_elem(s.type));
-  return false;
+  (void)s;
+  return true;
 }
 
 // The report's key of a call run by libhier's schedule bound to device buffers: by path
@@ -166,17 +151,36 @@ inline std::string hier_device_key(const MPI_Request* req, bool staged, bool qua
 
 // Whether this rank binds the call's buffers as device memory: every buffer it uses is device
 // memory of a dense type, and a reduction has a kernel. A local choice (the schedule is the same
-// whatever the binding): otherwise the rank stages, or runs on its host buffers (quant_stages).
+// whatever the binding): otherwise the rank stages, or runs on its host buffers. Quantized calls
+// too, 16-bit values (MPIX_C_FLOAT16) and HIER_QUANT_CHECK included (exec/quant_call.cpp).
 template <Fn B, class... Args>
 bool binds_device(const coll_device::Shape& s, const Args&... a) {
   for (int i = 0; i < s.n; ++i)
     if (s.used(i) && (device::classify(*s.buf[i].slot) != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
       return false;
-  if (quant_stages<B>(s)) return false;
   // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
   // position, since MPICH's handles are all ints.
   if constexpr (kReductions<B>) return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
   return true;
+}
+
+// A persistent collective whose schedule this rank runs on host copies of its device buffers:
+// the copies live with the request, refreshed from the device at every MPI_Start and copied
+// back when each start completes. A call the plan leaves flat goes to the MPI as one that
+// libhier does not rewrite (to_mpi: the device pointers, its copies would be gone at MPI_Start).
+template <Fn B, class Fwd, class... Args>
+Outcome persistent_staged(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
+  auto st = std::make_shared<coll_device::PersistentStage>(s);
+  if (st->rc() != MPI_SUCCESS) return {st->rc(), diag::AlgoTag::Flat};
+  auto ran = hierarchical<B>(req, a...);
+  st->restore(s);
+  if (!ran) return to_mpi<B>(fwd, s, kind, req, a...);
+  if (ran->rc == MPI_SUCCESS) {
+    const int rc = exec::wrap_persistent(*req, [st] { return st->refresh(); }, [st] { return st->copy_back(); });
+    if (rc != MPI_SUCCESS) return {rc, ran->algo};
+  }
+  device::note_untouched(kind, "staged_persistent");
+  return {ran->rc, ran->algo};
 }
 
 template <Fn B, class Fwd, class... Args>
@@ -210,11 +214,11 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     return passthrough(fwd);
   }
   // Device buffers on a communicator that runs host schedules (the MPI is not GPU-aware, or the
-  // runtime came after the agreement): the other ranks may run the schedule, so this one must
-  // too, on host copies of its device buffers (made by the runtime, or by a GPU-aware MPI). Not
-  // for a persistent collective (its schedule runs at every MPI_Start, the copies would be
-  // gone): an error.
-  if (exec::persistent_init_scope()) return {MPI_ERR_BUFFER, diag::AlgoTag::Flat};
+  // runtime came after the agreement), or that a device_hier rank cannot bind (a non-dense type,
+  // host and device memory mixed): the other ranks may run the schedule, so this one must too,
+  // on host copies of its device buffers (made by the runtime, or by a GPU-aware MPI). A
+  // persistent collective keeps its copies with its request (persistent_staged).
+  if (exec::persistent_init_scope()) return persistent_staged<B>(fwd, s, kind, req, a...);
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
   auto ran = hierarchical<B>(req, a...);

@@ -18,10 +18,13 @@
 namespace hier::device {
 
 // Bumped whenever the table or a type in it changes: a module of another version is refused.
-inline constexpr uint32_t kModuleAbi = 3;  // 3: host_alloc / host_release
+// 3: host_alloc / host_release; 4: F16 values, quant_add, dequantize_sum, memset, events.
+inline constexpr uint32_t kModuleAbi = 4;
 
-// The quantization formats' element types (quant/format.hpp owns the records' layout).
-enum class QuantType : uint8_t { F32, F64 };
+// The quantization formats' element types (quant/format.hpp owns the records' layout). F16:
+// IEEE binary16 (MPIX_C_FLOAT16), where the module's compiler has a 16-bit float (quant/f16.hpp);
+// a module without one refuses F16 (an error, nothing queued).
+enum class QuantType : uint8_t { F32, F64, F16 };
 
 struct ModuleTable {
   uint32_t abi;      // kModuleAbi
@@ -66,6 +69,25 @@ struct ModuleTable {
   // the device reach at full speed and asynchronously on a stream.
   int (*host_alloc)(void** p, size_t bytes);
   int (*host_release)(void* p);
+
+  // ABI 4.
+  // x[i] = x[i] + r[i], computed in float (double for F64) and rounded to the type once: the
+  // error feedback's x += r of every quantized type (16-bit values have no reduce kernel).
+  int (*quant_add)(QuantType t, const void* r, void* x, int64_t n, void* s);
+  // The fused dequantize-reduce of 16-bit values (quant::dequantize_sum_block): out[i] = the sum
+  // of value i of the `parts` quantized buffers at records + k * part_bytes, in float, in part
+  // order, rounded once. F16 only (float and double add part by part with dequantize).
+  int (*dequantize_sum)(int bits, QuantType t, const void* records, int64_t part_bytes, int parts, int64_t n,
+                        int64_t block, void* out, void* s);
+  // n bytes of device memory set to `value`.
+  int (*memset)(void* p, int value, size_t n, void* s);
+  // Events: record marks the point of s reached by what was queued before it; wait blocks the
+  // calling host thread until that point is done (not the work queued after it): a staged
+  // message step waits for its own copy in, not for the whole stream (exec/device_stage.hpp).
+  int (*event_create)(void** e);
+  int (*event_destroy)(void* e);
+  int (*event_record)(void* e, void* s);
+  int (*event_wait)(void* e);
 };
 
 // The one symbol a module exports: its table for ABI version `abi`, or null (another version,

@@ -101,4 +101,10 @@ int HostStage::copy_back(void* dev) const {
   return copy(host_, dev, n_, t_, extent_of(t_));
 }
 
+int HostStage::refresh(const void* dev) {
+  if (n_ <= 0 || rc_ != MPI_SUCCESS) return rc_;
+  if (by_runtime_) return runtime_copy(mem_.get(), static_cast<const char*>(dev) + lb_, span_) ? MPI_SUCCESS : MPI_ERR_OTHER;
+  return copy(dev, host_, n_, t_, extent_of(t_));
+}
+
 }  // namespace hier::device

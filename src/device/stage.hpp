@@ -34,6 +34,8 @@ class HostStage {
   void* host() const { return host_; }
   // Copies the n elements back to `dev`.
   int copy_back(void* dev) const;
+  // Copies them from `dev` again (a persistent collective's host copies, at every MPI_Start).
+  int refresh(const void* dev);
 
  private:
   std::unique_ptr<char[]> mem_;

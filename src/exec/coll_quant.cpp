@@ -114,8 +114,9 @@ std::optional<Ran> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   const int64_t nbytes = int64_t{count} * t.size;
   const sched::QuantParams qp = params(p, bits, false);
   const int rank = lv.rank;
-  // The check's memory: the exact result, and a copy of the input (in place).
-  const int64_t check_bytes = check_bytes_if(2 * nbytes);
+  // The check's memory: the exact result, a copy of the input (in place, or device memory) and
+  // of the result (device memory).
+  const int64_t check_bytes = check_bytes_if(3 * nbytes);
   const auto s = quant_schedule(p, quant_key(Coll::Allreduce, p, in_place, count, t, bits), t, check_bytes,
                                 [&](int) { return sched::build_quant_allreduce(lv.shape, rank, count, in_place, qp); });
   if (!s) return std::nullopt;
@@ -137,6 +138,7 @@ std::optional<Ran> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   q->in_off = nbytes;
   q->in_bytes = nbytes;
   q->out_n = count;
+  q->got_off = 2 * nbytes;
   return run_or_start(std::move(q), req);
 }
 
@@ -161,8 +163,9 @@ std::optional<Ran> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   const int64_t nbytes = total * t.size;
   const sched::QuantParams qp = params(p, bits, block);
   const int rank = lv.rank;
-  // The check's memory: the exact result (my piece), and a copy of the input (in place).
-  const int64_t check_bytes = check_bytes_if(2 * nbytes);
+  // The check's memory: the exact result (my piece), a copy of the input (in place, or device
+  // memory) and of my piece of the result (device memory).
+  const int64_t check_bytes = check_bytes_if(2 * nbytes + counts[rank] * t.size);
   const auto s = quant_schedule(p, key, t, check_bytes, [&](int) {
     return sched::build_quant_reduce_scatter(lv.shape, rank, counts, in_place, qp);
   });
@@ -182,6 +185,7 @@ std::optional<Ran> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   q->in_off = nbytes;
   q->in_bytes = nbytes;
   q->out_n = counts[rank];
+  q->got_off = 2 * nbytes;
   q->icounts.assign(counts.begin(), counts.end());
   return run_or_start(std::move(q), req);
 }
@@ -214,7 +218,7 @@ std::optional<Ran> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   const int rank = lv.rank;
   // Two forms on this rank (its receive layout, not in the key, picks one): both built and
   // reserved at the miss. The check's memory: the exact result, my input, and the result as
-  // dense values (a non-dense receive layout's, packed).
+  // dense values (a non-dense receive layout's, packed; a device binding's, copied).
   const int64_t check_bytes = check_bytes_if(2 * allbytes + mybytes);
   const auto s = quant_schedule(
       p, quant_key(Coll::Allgather, p, false, c, et, bits), et, check_bytes,
@@ -238,6 +242,7 @@ std::optional<Ran> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   q->in_bytes = mybytes;
   q->out_n = c * lv.size;
   q->dense_off = rt.dense ? 0 : allbytes + mybytes;
+  q->got_off = allbytes + mybytes;  // (device bindings are dense: the dense result's place)
   return run_or_start(std::move(q), req);
 }
 

@@ -3,6 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <mutex>
+#include <vector>
 
 #include "exec/device_steps.hpp"
 #include "exec/executor.hpp"
@@ -106,21 +108,56 @@ StageLayout stage_layout(const sched::Step& s, const StageView& v) {
   return l;
 }
 
+namespace {
+// Events of staged steps, made at their first use and reused for good: a wave takes one per step.
+std::mutex g_events_mu;
+std::vector<void*> g_events;
+
+void* take_event(const DeviceOps& dev) {
+  {
+    std::lock_guard<std::mutex> lk(g_events_mu);
+    if (!g_events.empty()) {
+      void* e = g_events.back();
+      g_events.pop_back();
+      return e;
+    }
+  }
+  void* e = nullptr;
+  return dev.event_create(&e) == MPI_SUCCESS ? e : nullptr;
+}
+void give_event(void* e) {
+  std::lock_guard<std::mutex> lk(g_events_mu);
+  g_events.push_back(e);
+}
+}  // namespace
+
 int stage_in(const sched::Step& s, const StageView& v, const DeviceOps& dev, const char* src, bool src_dev, char* dst,
-             bool dst_dev, char* host, char** host_src, char** host_dst) {
+             bool dst_dev, char* host, char** host_src, char** host_dst, void** ready) {
   const StageLayout l = stage_layout(s, v);
   // (Addresses as the MPI takes them: the area's first byte is the span's.)
   *host_src = src_dev ? host - l.src_lo : const_cast<char*>(src);
   *host_dst = dst_dev ? host + l.dst_at() - l.dst_lo : dst;
   int rc = MPI_SUCCESS;
-  bool queued = false;
   for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
     if (rc != MPI_SUCCESS || bytes <= 0) return;
-    if (side == Side::ReadSrc && src_dev) rc = dev.copy(*host_src + off, src + off, bytes), queued = true;
-    if (side == Side::ReadDst && dst_dev) rc = dev.copy(*host_dst + off, dst + off, bytes), queued = true;
+    if (side == Side::ReadSrc && src_dev) rc = dev.copy(*host_src + off, src + off, bytes);
+    if (side == Side::ReadDst && dst_dev) rc = dev.copy(*host_dst + off, dst + off, bytes);
   });
-  const int synced = queued ? dev.sync() : MPI_SUCCESS;  // the MPI reads the host copies next
-  return rc != MPI_SUCCESS ? rc : synced;
+  // Always an event, copies or not: the MPI writes the area next, which the previous wave's
+  // copies back may still read.
+  *ready = rc == MPI_SUCCESS ? take_event(dev) : nullptr;
+  if (*ready && dev.record(*ready) != MPI_SUCCESS) {
+    give_event(*ready);
+    *ready = nullptr;
+  }
+  return rc;
+}
+
+int stage_wait(const DeviceOps& dev, void* ready) {
+  if (!ready) return dev.sync();  // (no event could be had: the whole stream)
+  const int rc = dev.wait(ready);
+  give_event(ready);
+  return rc;
 }
 
 int stage_out(const sched::Step& s, const StageView& v, const DeviceOps& dev, const char* host_dst, char* dst) {

@@ -2,7 +2,8 @@
 // (Context::device_stage; docs/device-buffers.md, "Staged message steps"): the local steps stay
 // the GPU module's kernels, and each level step runs on host copies of exactly the bytes it
 // moves. Before the step, what the MPI reads is copied device -> host (on the module's stream,
-// then synchronized); the PMPI call runs on the host copies; after it completes, what the MPI
+// then waited for through an event of its own: exec/executor.cpp queues a wave's copies in
+// first, and each step waits for its own); the PMPI call runs on the host copies; after it completes, what the MPI
 // wrote is copied host -> device (queued; the executor synchronizes before the next message
 // step and at the end). A quantized schedule's message steps move records, so only the records
 // cross to the host.
@@ -45,11 +46,17 @@ struct StageLayout {
 };
 StageLayout stage_layout(const sched::Step& s, const StageView& v);
 
-// Copies device -> host what step s reads (src and dst: the step's device addresses, staged
-// where *_dev) into `host` (stage_layout(s, v).bytes()), waits for them, and gives the
-// addresses the PMPI call takes instead (the same displacements apply).
+// Queues the device -> host copies of what step s reads (src and dst: the step's device
+// addresses, staged where *_dev) into `host` (stage_layout(s, v).bytes()), then an event behind
+// them in *ready, and gives the addresses the PMPI call takes instead (the same displacements
+// apply). stage_wait(*ready) before the MPI reads them: it waits for these copies and what was
+// queued before them (kernels, earlier steps' copies back into the same area), not for the copies
+// of the steps queued after (a wave's later steps), so those overlap this step's messages.
 int stage_in(const sched::Step& s, const StageView& v, const DeviceOps& dev, const char* src, bool src_dev, char* dst,
-             bool dst_dev, char* host, char** host_src, char** host_dst);
+             bool dst_dev, char* host, char** host_src, char** host_dst, void** ready);
+// Waits for the event of stage_in and gives it back (null: the stream had no event to give,
+// then the whole stream is waited for).
+int stage_wait(const DeviceOps& dev, void* ready);
 // Queues the host -> device copies of what step s wrote at host_dst back to dst (not waited for).
 int stage_out(const sched::Step& s, const StageView& v, const DeviceOps& dev, const char* host_dst, char* dst);
 

@@ -7,6 +7,7 @@
 #include "config/config.hpp"
 #include "device/module.hpp"
 #include "device/reduce_mpi.hpp"
+#include "exec/coll_quant.hpp"
 #include "exec/context.hpp"
 #include "exec/device_stage.hpp"
 #include "exec/executor.hpp"
@@ -44,6 +45,7 @@ namespace {
 std::optional<device::QuantType> quant_type_of(MPI_Datatype t) {
   if (t == MPI_FLOAT) return device::QuantType::F32;
   if (t == MPI_DOUBLE) return device::QuantType::F64;
+  if (quant_f16(t)) return device::QuantType::F16;
   return std::nullopt;
 }
 }  // namespace
@@ -71,6 +73,38 @@ int DeviceOps::feedback(int bits, MPI_Datatype t, const void* records, const voi
   auto* m = static_cast<const device::ModuleTable*>(table_);
   return mpi_rc(m->feedback(bits, *qt, records, x, n, block, r, stream_));
 }
+
+int DeviceOps::add(MPI_Datatype t, const void* r, void* x, int64_t n) const {
+  const auto qt = quant_type_of(t);
+  if (!qt) return MPI_ERR_TYPE;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->quant_add(*qt, r, x, n, stream_));
+}
+
+int DeviceOps::dequantize_sum(int bits, MPI_Datatype t, const void* records, int64_t part_bytes, int parts, int64_t n,
+                              int64_t block, void* out) const {
+  const auto qt = quant_type_of(t);
+  if (!qt) return MPI_ERR_TYPE;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->dequantize_sum(bits, *qt, records, part_bytes, parts, n, block, out, stream_));
+}
+
+int DeviceOps::zero(void* p, int64_t bytes) const {
+  if (bytes <= 0) return MPI_SUCCESS;
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  return mpi_rc(m->memset(p, 0, static_cast<size_t>(bytes), stream_));
+}
+
+int DeviceOps::event_create(void** e) const {
+  return mpi_rc(static_cast<const device::ModuleTable*>(table_)->event_create(e));
+}
+void DeviceOps::event_destroy(void* e) const {
+  if (e) static_cast<const device::ModuleTable*>(table_)->event_destroy(e);
+}
+int DeviceOps::record(void* e) const {
+  return mpi_rc(static_cast<const device::ModuleTable*>(table_)->event_record(e, stream_));
+}
+int DeviceOps::wait(void* e) const { return mpi_rc(static_cast<const device::ModuleTable*>(table_)->event_wait(e)); }
 
 bool device_quantizable(MPI_Datatype t) { return quant_type_of(t).has_value(); }
 

@@ -34,6 +34,19 @@ class DeviceOps {
   int quantize(int bits, MPI_Datatype t, const void* x, int64_t n, int64_t block, void* records) const;
   int dequantize(int bits, MPI_Datatype t, const void* records, int64_t n, int64_t block, void* out, bool add) const;
   int feedback(int bits, MPI_Datatype t, const void* records, const void* x, int64_t n, int64_t block, void* r) const;
+  // The error feedback's x += r (quant::add_values), on values of t.
+  int add(MPI_Datatype t, const void* r, void* x, int64_t n) const;
+  // The fused dequantize-reduce of 16-bit values (quant::dequantize_sum_block): out = the sum of
+  // the `parts` records at records + k * part_bytes, in float, rounded once.
+  int dequantize_sum(int bits, MPI_Datatype t, const void* records, int64_t part_bytes, int parts, int64_t n,
+                     int64_t block, void* out) const;
+  int zero(void* p, int64_t bytes) const;  // device memory set to 0 (queued)
+  // A point on the stream (record: what was queued so far) that the host can wait for alone,
+  // without the work queued after it. `e` from event_create, released by event_destroy.
+  int event_create(void** e) const;
+  void event_destroy(void* e) const;
+  int record(void* e) const;
+  int wait(void* e) const;
 
  private:
   friend const DeviceOps* device_ops();
@@ -46,7 +59,8 @@ const DeviceOps* device_ops();
 
 // Whether a reduction of (t, op) has a kernel in the module (device/reduce_mpi.hpp).
 bool device_reducible(MPI_Datatype t, MPI_Op op);
-// Whether the module quantizes values of t (MPI_FLOAT, MPI_DOUBLE; not MPIX_C_FLOAT16).
+// Whether the module quantizes values of t (MPI_FLOAT, MPI_DOUBLE, and MPIX_C_FLOAT16 where
+// libhier quantizes it: exec::quant_f16).
 bool device_quantizable(MPI_Datatype t);
 
 // Set by the collectives' dispatch (core/dispatch_coll.hpp) around a blocking call on a

@@ -117,6 +117,8 @@ int Machine::device_local(const sched::Step& s) {
 // quant_local above. Quantize with error feedback: x += r with the call site's residual (in
 // device memory on a device binding, kept across calls: exec/quant_call.cpp), the records, then
 // r = x - deq(records) in place; flush() waits for all of it before the records cross.
+// 16-bit values (MPIX_C_FLOAT16): the same kernels, and their DequantizeReduce as
+// dequantize_sum (summed in float, rounded once).
 // DequantizeReduce: the first part dequantized, the others added in order (the host adds the
 // first onto zeros: the same bits, since no dequantized value is -0).
 int Machine::device_quant(const sched::Step& s) {
@@ -128,7 +130,7 @@ int Machine::device_quant(const sched::Step& s) {
     case Kind::Quantize: {
       char* x = at(s.src);
       char* r = s.residual >= 0 && b_.residual ? b_.residual + s.residual * esz : nullptr;
-      int rc = r ? d.reduce(r, x, n, b_.type, MPI_SUM) : MPI_SUCCESS;
+      int rc = r ? d.add(b_.type, r, x, n) : MPI_SUCCESS;
       if (rc == MPI_SUCCESS) rc = d.quantize(bits, b_.type, x, n, B, at(s.dst));
       if (r && rc == MPI_SUCCESS) rc = d.feedback(bits, b_.type, at(s.dst), x, n, B, r);
       return rc;
@@ -136,6 +138,8 @@ int Machine::device_quant(const sched::Step& s) {
     case Kind::Dequantize: return d.dequantize(bits, b_.type, at(s.src), n, B, at(s.dst), false);
     case Kind::DequantizeReduce: {
       if (s.parts < 1) return MPI_ERR_INTERN;
+      if (esz == 2)  // 16-bit values: summed in float, rounded once (as quant_local)
+        return d.dequantize_sum(bits, b_.type, at(s.src), s.part_bytes, s.parts, n, B, at(s.dst));
       int rc = MPI_SUCCESS;
       for (int k = 0; k < s.parts && rc == MPI_SUCCESS; ++k)
         rc = d.dequantize(bits, b_.type, at(s.src) + k * s.part_bytes, n, B, at(s.dst), k > 0);
@@ -178,31 +182,52 @@ int Machine::local(const sched::Step& s) {
 // inputs equal on every member.
 int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   if (is_local(s)) return local(s);
-  // A message step may read what queued kernels write (and must not overwrite what they read).
-  if (const int rc = flush(); rc != MPI_SUCCESS) return rc;
   // Device buffers: the local work of libhier's own exchanges as kernels too.
   const DeviceOps* dev = b_.dev && (on_device(s.src) || on_device(s.dst)) ? b_.dev : nullptr;
-  if (dev && b_.stage) return issue_staged(s, pd, slot);  // an MPI that is not GPU-aware
+  // An MPI that is not GPU-aware: the step's event stands for the queued kernels it reads.
+  if (dev && b_.stage) return issue_staged(s, pd, slot);
+  // A message step may read what queued kernels write (and must not overwrite what they read).
+  if (const int rc = flush(); rc != MPI_SUCCESS) return rc;
   return issue_at(s, pd, at(s.src), at(s.dst), dev, b_.tmp ? &(*b_.tmp)[slot] : nullptr);
 }
 
 // A message step of a device binding on host copies (exec/device_stage.hpp): what it reads is
-// copied to the step's staging slot first; what it writes goes back when it completes (here for
-// a blocking step, in complete_group for a started one), so that in a wave the copies of one
-// step overlap the messages of the others. libhier's own exchanges then run on host memory.
-int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {
+// copied to the step's staging slot first (queued by stage_wave for a whole wave, before any of
+// its steps is issued), and the step waits for its own copies only; what it writes goes back
+// when it completes (here for a blocking step, in complete_group for a started one), so that in
+// a wave the copies of one step overlap the messages of the others. libhier's own exchanges then
+// run on host memory.
+int Machine::stage_step(const sched::Step& s, size_t slot) {
   const MPI_Comm c = comm_of(s.comm, lv_);
   if (c == MPI_COMM_NULL) return MPI_ERR_COMM;
-  StageView v{0, 1, s.bytes ? 1 : b_.stride};
-  PMPI_Comm_rank(c, &v.me);
-  PMPI_Comm_size(c, &v.size);
-  char* host = (*b_.stage)[slot].get(static_cast<size_t>(stage_layout(s, v).bytes()));  // reserved at the miss
+  if (staged_in_.size() <= slot) staged_in_.resize(slot + 1);
+  StagedIn& in = staged_in_[slot];
+  in.v = StageView{0, 1, s.bytes ? 1 : b_.stride};
+  PMPI_Comm_rank(c, &in.v.me);
+  PMPI_Comm_size(c, &in.v.size);
+  char* host = (*b_.stage)[slot].get(static_cast<size_t>(stage_layout(s, in.v).bytes()));  // reserved at the miss
   if (!host) return MPI_ERR_NO_MEM;
-  char *hsrc = nullptr, *hdst = nullptr;
-  int rc = stage_in(s, v, *b_.dev, at(s.src), on_device(s.src), at(s.dst), on_device(s.dst), host, &hsrc, &hdst);
-  if (rc != MPI_SUCCESS) return rc;
-  rc = issue_at(s, pd, hsrc, hdst, nullptr, b_.stage_tmp ? &(*b_.stage_tmp)[slot] : nullptr);
-  StagedOut o{on_device(s.dst) ? &s : nullptr, at(s.dst), hdst, v.me, v.size, v.unit};
+  in.queued = true;
+  return stage_in(s, in.v, *b_.dev, at(s.src), on_device(s.src), at(s.dst), on_device(s.dst), host, &in.host_src,
+                  &in.host_dst, &in.ready);
+}
+
+// The copies in of a wave's staged steps [first, end), all queued before the first is issued.
+void Machine::stage_wave(size_t first, size_t end) {
+  for (size_t k = first; k < end; ++k) {
+    const sched::Step& st = s_.steps[k];
+    if (!is_local(st) && (on_device(st.src) || on_device(st.dst)) && stage_step(st, k - first) != MPI_SUCCESS) return;
+  }
+}
+
+int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {
+  if (slot >= staged_in_.size() || !staged_in_[slot].queued)
+    if (const int rc = stage_step(s, slot); rc != MPI_SUCCESS) return rc;
+  StagedIn in = staged_in_[slot];
+  staged_in_[slot] = StagedIn{};
+  if (const int rc = stage_wait(*b_.dev, in.ready); rc != MPI_SUCCESS) return rc;
+  const int rc = issue_at(s, pd, in.host_src, in.host_dst, nullptr, b_.stage_tmp ? &(*b_.stage_tmp)[slot] : nullptr);
+  StagedOut o{on_device(s.dst) ? &s : nullptr, at(s.dst), in.host_dst, in.v.me, in.v.size, in.v.unit};
   if (!pd) return rc == MPI_SUCCESS ? stage_back(o) : rc;
   if (staged_.size() <= slot) staged_.resize(slot + 1);
   staged_[slot] = o;
@@ -339,6 +364,7 @@ void Machine::start_group() {
     while (j < n && s_.steps[j].wave == s_.steps[i].wave) ++j;
   if (pending_.size() < j - i) pending_.resize(j - i);
   for (StagedOut& o : staged_) o.s = nullptr;
+  if (b_.stage && b_.dev) stage_wave(i, j);
   started_ = 0;
   int rc = MPI_SUCCESS;
   for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) rc = issue(s_.steps[i + started_], &pending_[started_], started_);

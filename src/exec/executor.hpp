@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "exec/device_stage.hpp"
 #include "exec/device_steps.hpp"
 #include "exec/direct.hpp"
 #include "exec/scratch.hpp"
@@ -117,6 +118,18 @@ class Machine {
     int64_t unit = 1;
   };
   std::vector<StagedOut> staged_;
+  // Their host copies, queued ahead of the wave's issue (stage_wave): the addresses the PMPI call
+  // takes and the event it waits for (exec/device_stage.hpp).
+  struct StagedIn {
+    bool queued = false;
+    char* host_src = nullptr;
+    char* host_dst = nullptr;
+    void* ready = nullptr;
+    StageView v;
+  };
+  std::vector<StagedIn> staged_in_;
+  int stage_step(const sched::Step& st, size_t slot);
+  void stage_wave(size_t first, size_t end);
 
   int issue(const sched::Step& st, Pending* pd, size_t slot);
   int issue_at(const sched::Step& st, Pending* pd, char* src, char* dst, const DeviceOps* dev, Scratch* tmp);

@@ -110,6 +110,22 @@ int free_persistent(MPI_Request* h) {
   return PMPI_Request_free(h);
 }
 
+int wrap_persistent(MPI_Request h, std::function<int()> before, std::function<int()> after) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = g_persist.find(h);
+  if (it == g_persist.end() || it->second->started) return MPI_ERR_REQUEST;
+  CollRequest& r = *it->second->r;
+  r.before = [b = std::move(before), own = std::move(r.before)] {
+    const int rc = b();
+    return rc != MPI_SUCCESS || !own ? rc : own();
+  };
+  r.after = [a = std::move(after), own = std::move(r.after)] {
+    const int rc = own ? own() : MPI_SUCCESS;
+    return rc != MPI_SUCCESS ? rc : a();
+  };
+  return MPI_SUCCESS;
+}
+
 MPI_Request* swap_in(int n, MPI_Request* r, std::vector<MPI_Request>& tmp) {
   if (!persistent_started()) return r;
   tmp.assign(r, r + n);

@@ -26,16 +26,15 @@ int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
 int64_t records_at(const sched::Schedule& s, const TypeInfo& t) { return align64(s.scratch * t.size); }
 int64_t check_at(const sched::Schedule& s, const TypeInfo& t) { return align64(records_at(s, t) + s.records); }
 int64_t memory_bytes(const sched::Schedule& s, const TypeInfo& t, int64_t check) { return check_at(s, t) + check; }
-// On a device binding (exec/device_steps.hpp), the same values and records in device memory
-// (a call bound on the device is never checked: the dispatch stages those, core/dispatch_coll.hpp).
+// On a device binding (exec/device_steps.hpp), the same values and records in device memory;
+// the check's copies stay host memory (the host scratch, reserved at the miss either way).
 int64_t device_bytes(const sched::Schedule& s, const TypeInfo& t) { return check_at(s, t); }
 
 // The error feedback's residual of a call bound on the device stays in device memory across
-// calls (quant/feedback.hpp: keyed and kept as the host's), zeroed through the module at first.
+// calls (quant/feedback.hpp: keyed and kept as the host's), zeroed by the module at first.
 bool zero_device(void* p, size_t bytes) {
   const DeviceOps* d = device_ops();
-  const std::vector<char> zeros(bytes);
-  return d && d->copy(p, zeros.data(), static_cast<int64_t>(bytes)) == MPI_SUCCESS && d->sync() == MPI_SUCCESS;
+  return d && d->zero(p, static_cast<int64_t>(bytes)) == MPI_SUCCESS && d->sync() == MPI_SUCCESS;
 }
 const quant::ResidualMemory kDeviceResidual{device_alloc, device_free, zero_device};
 
@@ -89,7 +88,7 @@ void bind(Binding& b, QuantCall& q, char* mem) {
 // every rank), so it matches whatever moment each rank completes it; the user's communicator
 // never carries it, and so never sees a collective the program did not make.
 int start_exact(QuantCall& q, char* chk) {
-  const char* in = q.copy_in || !q.in ? chk + q.in_off : q.in;
+  const char* in = q.copy_in || !q.in || q.on_device ? chk + q.in_off : q.in;
   const MPI_Comm comm = q.ctx->levels->internal;
   const MPI_Datatype e = q.t.type;
   switch (q.coll) {
@@ -114,6 +113,12 @@ int begin(QuantCall& q, char* chk) {
   q.res = quant::residual(q.site, q.s->residual * q.t.size, q.on_device ? &kDeviceResidual : nullptr);
   q.check = quant::check_this_call(q.ctx, q.coll);
   if (!q.check) return MPI_SUCCESS;
+  if (q.on_device) {  // the input copied to the host (my block through the device blocks), waited for
+    const DeviceOps* d = device_ops();
+    int rc = q.in ? d->copy(chk + q.in_off, q.in, q.in_bytes) : q.blocks->load(q.ctx->levels->rank, chk + q.in_off, q.in_bytes);
+    if (rc == MPI_SUCCESS) rc = d->sync();
+    return rc == MPI_SUCCESS ? start_exact(q, chk) : rc;
+  }
   if (!q.in) {
     if (int rc = q.blocks->load(q.ctx->levels->rank, chk + q.in_off, q.in_bytes); rc != MPI_SUCCESS) return rc;
   } else if (q.copy_in) {
@@ -131,7 +136,13 @@ int finish(QuantCall& q, char* chk, bool request) {
   if (q.exact != MPI_REQUEST_NULL)
     if (int rc = PMPI_Wait(&q.exact, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
   const char* got = q.recv;
-  if (q.dense_off) {
+  if (q.on_device) {  // the result, in device memory (the run waited for its kernels), to the host
+    const DeviceOps* d = device_ops();
+    got = chk + q.got_off;
+    int rc = d->copy(chk + q.got_off, q.recv, q.out_n * q.t.size);
+    if (rc == MPI_SUCCESS) rc = d->sync();
+    if (rc != MPI_SUCCESS) return rc;
+  } else if (q.dense_off) {
     got = chk + q.dense_off;
     if (int rc = pack(q.recv, q.rcount * q.ctx->levels->size, q.rt, chk + q.dense_off); rc != MPI_SUCCESS) return rc;
   }
@@ -148,9 +159,12 @@ int run_blocking(QuantCall& q) {
   char* mem = on_device ? ctx->dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
                         : ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes)));
   if (!mem) return MPI_ERR_NO_MEM;
-  char* chk = on_device ? nullptr : mem + check_at(*q.s, q.t);
+  // The check's copies: host memory, the context's host scratch on a device binding too.
+  char* host = on_device ? ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes))) : mem;
+  if (!host) return MPI_ERR_NO_MEM;
+  char* chk = host + check_at(*q.s, q.t);
   make_blocks(q, on_device ? device_ops() : nullptr);
-  int rc = begin(q, chk);  // (never checked on the device: the dispatch stages checked calls)
+  int rc = begin(q, chk);
   if (rc != MPI_SUCCESS) return rc;
   Binding b;
   bind(b, q, mem);
@@ -184,7 +198,15 @@ int start_quant_request(std::unique_ptr<QuantCall> qp, MPI_Request* out) {
   char* mem = request_scratch(*r, dev ? device_bytes(*q->s, q->t) : memory_bytes(*q->s, q->t, q->check_bytes), &q->t);
   if (!mem) return MPI_ERR_NO_MEM;
   bind(r->b, *q, mem);
-  char* chk = dev ? nullptr : mem + check_at(*q->s, q->t);
+  // The check's copies: host memory; on a device binding the request's own host scratch (or the
+  // context's, lent to it with its device scratch when it has no memory of its own).
+  char* host = mem;
+  if (dev) {
+    const size_t hb = static_cast<size_t>(memory_bytes(*q->s, q->t, q->check_bytes));
+    host = q->check_bytes == 0 ? nullptr : r->mem ? r->mem->scratch.get(hb) : q->ctx->scratch.get(hb);
+    if (q->check_bytes > 0 && !host) return MPI_ERR_NO_MEM;
+  }
+  char* chk = host ? host + check_at(*q->s, q->t) : nullptr;
   CollRequest* rp = r.get();  // the hooks are rp's: they never outlive it
   r->before = [rp, q, chk] {
     const int rc = begin(*q, chk);

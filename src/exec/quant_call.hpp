@@ -79,7 +79,9 @@ struct QuantCall {
   // layout's result packed at dense_off (0: dense).
   const char* in = nullptr;
   bool copy_in = false;
-  int64_t in_off = 0, in_bytes = 0, out_n = 0, dense_off = 0;
+  // On a device binding, the input is always copied to in_off (from device memory), and the
+  // result is copied to got_off for the comparison (host code never reads device memory).
+  int64_t in_off = 0, in_bytes = 0, out_n = 0, dense_off = 0, got_off = 0;
   std::vector<int> icounts;  // reduce-scatter: the counts as the MPI takes them (read until it completes)
   // Per call, or per start of a persistent request: the site's residual, whether the check
   // samples this one and its exact collective while it runs.

@@ -89,6 +89,11 @@ bool persistent_init_scope();  // inside a PersistentInit on this thread
 bool is_persistent(MPI_Request h);
 int start_persistent(MPI_Request h);  // MPI_Start of one of libhier's persistent requests
 int free_persistent(MPI_Request* h);  // MPI_Request_free of one
+// Adds work around every start of persistent request h: `before` ahead of its own (at each
+// MPI_Start), `after` behind its own (once each start completed without error). The collectives'
+// dispatch refreshes and copies back the host copies of a rank's device buffers with them
+// (core/dispatch_coll.hpp). MPI_ERR_REQUEST: h is not one of libhier's.
+int wrap_persistent(MPI_Request h, std::function<int()> before, std::function<int()> after);
 bool persistent_started();            // some persistent request is started and not yet seen complete
 // Around a completion call on r[0..n): r's started persistent handles swapped for their
 // current generalized requests in `tmp` (returned); after the call, swap_out puts the

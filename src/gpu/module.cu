@@ -5,13 +5,15 @@
 //   - pack / unpack: each thread takes `G` packed bytes at a time (G = the program's grain, at
 //     most 16, never crossing a run) and finds their source with device/locate.hpp;
 //   - reductions: device/reduce.hpp over the type table device/reduce_types.def;
-//   - quantization: quant/kernels.hpp, one format block per thread.
+//   - quantization: quant/kernels.hpp, one format block per thread (float, double, and 16-bit
+//     floats where the compiler has them: quant/f16.hpp);
 // Every kernel strides over its work by the grid's size, so any grid is correct (the simulated
 // device runs a small one).
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "device/locate.hpp"
@@ -199,6 +201,38 @@ __global__ void feedback_kernel(const unsigned char* in, const T* x, int64_t n, 
     quant::feedback_block<kBits>(in + quant::record_offset(k, b, kBits), x + k * b, quant::block_len(k, n, b), r + k * b);
 }
 
+template <class T>
+__global__ void add_kernel(const T* r, T* x, int64_t n) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) quant::add_values(r + i, x + i, 1);
+}
+
+#if HIER_QUANT_F16
+template <int kBits>
+__global__ void dequantize_sum_kernel(const unsigned char* in, int64_t part_bytes, int parts, int64_t n, int64_t b,
+                                      quant::f16* out) {
+  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
+    quant::dequantize_sum_block<kBits>(in + quant::record_offset(k, b, kBits), part_bytes, parts,
+                                       quant::block_len(k, n, b), out + k * b);
+}
+#endif
+
+// The one switch over the values' types: f(T*) with a null pointer of t's type; 1 (an error,
+// nothing queued) for a type this module has no kernels for (F16 without a 16-bit float).
+template <class F>
+int by_type(device::QuantType t, F&& f) {
+  switch (t) {
+    case device::QuantType::F32: return f(static_cast<float*>(nullptr));
+    case device::QuantType::F64: return f(static_cast<double*>(nullptr));
+    case device::QuantType::F16:
+#if HIER_QUANT_F16
+      return f(static_cast<quant::f16*>(nullptr));
+#else
+      return 1;
+#endif
+  }
+  return 1;
+}
+
 // One counter of bad blocks in device memory, for every quantize call (they take turns).
 std::mutex g_bad_mu;
 unsigned long long* g_bad = nullptr;
@@ -208,9 +242,8 @@ int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, int64_t
   std::lock_guard<std::mutex> lk(g_bad_mu);
   int rc = 0;
   if (!g_bad) rc = GPU(Malloc)(reinterpret_cast<void**>(&g_bad), sizeof *g_bad);
-  const unsigned long long zero = 0;
   unsigned long long host_bad = 0;
-  if (rc == 0) rc = GPU(MemcpyAsync)(g_bad, &zero, sizeof zero, GPU(MemcpyDefault), s);
+  if (rc == 0) rc = GPU(MemsetAsync)(g_bad, 0, sizeof *g_bad, s);
   const unsigned grid = blocks_for(quant::num_blocks(n, b));
   const T* xt = static_cast<const T*>(x);
   auto* o = static_cast<unsigned char*>(out);
@@ -227,8 +260,10 @@ int quantize(int bits, device::QuantType t, const void* x, int64_t n, int64_t b,
   if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
   *bad = 0;
   if (n == 0) return 0;
-  if (t == device::QuantType::F32) return quantize_t<float>(bits, x, n, b, out, bad, static_cast<Stream>(s));
-  return quantize_t<double>(bits, x, n, b, out, bad, static_cast<Stream>(s));
+  return by_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return quantize_t<T>(bits, x, n, b, out, bad, static_cast<Stream>(s));
+  });
 }
 
 template <class T>
@@ -236,35 +271,68 @@ int dequantize_t(int bits, const void* in, int64_t n, int64_t b, void* out, bool
   const auto* i = static_cast<const unsigned char*>(in);
   T* o = static_cast<T*>(out);
   const unsigned grid = blocks_for(quant::num_blocks(n, b));
-  if (bits == 8)
-    return add ? launch(dequantize_kernel<8, true, T>, grid, kThreads, s, i, n, b, o)
-               : launch(dequantize_kernel<8, false, T>, grid, kThreads, s, i, n, b, o);
-  return add ? launch(dequantize_kernel<4, true, T>, grid, kThreads, s, i, n, b, o)
-             : launch(dequantize_kernel<4, false, T>, grid, kThreads, s, i, n, b, o);
+  if constexpr (sizeof(T) == 2) {  // 16-bit values are never summed in 16 bits: dequantize_sum
+    if (add) return 1;
+    return bits == 8 ? launch(dequantize_kernel<8, false, T>, grid, kThreads, s, i, n, b, o)
+                     : launch(dequantize_kernel<4, false, T>, grid, kThreads, s, i, n, b, o);
+  } else {
+    if (bits == 8)
+      return add ? launch(dequantize_kernel<8, true, T>, grid, kThreads, s, i, n, b, o)
+                 : launch(dequantize_kernel<8, false, T>, grid, kThreads, s, i, n, b, o);
+    return add ? launch(dequantize_kernel<4, true, T>, grid, kThreads, s, i, n, b, o)
+               : launch(dequantize_kernel<4, false, T>, grid, kThreads, s, i, n, b, o);
+  }
 }
 
 int dequantize(int bits, device::QuantType t, const void* in, int64_t n, int64_t b, void* out, int add, void* s) {
   if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
   if (n == 0) return 0;
-  if (t == device::QuantType::F32) return dequantize_t<float>(bits, in, n, b, out, add != 0, static_cast<Stream>(s));
-  return dequantize_t<double>(bits, in, n, b, out, add != 0, static_cast<Stream>(s));
+  return by_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return dequantize_t<T>(bits, in, n, b, out, add != 0, static_cast<Stream>(s));
+  });
 }
 
-template <class T>
-int feedback_t(int bits, const void* in, const void* x, int64_t n, int64_t b, void* r, Stream s) {
+int dequantize_sum(int bits, device::QuantType t, const void* in, int64_t part_bytes, int parts, int64_t n, int64_t b,
+                   void* out, void* s) {
+  if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0 || parts < 1 || t != device::QuantType::F16) return 1;
+  if (n == 0) return 0;
+#if HIER_QUANT_F16
   const auto* i = static_cast<const unsigned char*>(in);
-  const T* xt = static_cast<const T*>(x);
-  T* rt = static_cast<T*>(r);
+  auto* o = static_cast<quant::f16*>(out);
   const unsigned grid = blocks_for(quant::num_blocks(n, b));
-  return bits == 8 ? launch(feedback_kernel<8, T>, grid, kThreads, s, i, xt, n, b, rt)
-                   : launch(feedback_kernel<4, T>, grid, kThreads, s, i, xt, n, b, rt);
+  const Stream st = static_cast<Stream>(s);
+  return bits == 8 ? launch(dequantize_sum_kernel<8>, grid, kThreads, st, i, part_bytes, parts, n, b, o)
+                   : launch(dequantize_sum_kernel<4>, grid, kThreads, st, i, part_bytes, parts, n, b, o);
+#else
+  (void)in, (void)part_bytes, (void)out, (void)s;
+  return 1;
+#endif
 }
 
 int feedback(int bits, device::QuantType t, const void* in, const void* x, int64_t n, int64_t b, void* r, void* s) {
   if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
   if (n == 0) return 0;
-  if (t == device::QuantType::F32) return feedback_t<float>(bits, in, x, n, b, r, static_cast<Stream>(s));
-  return feedback_t<double>(bits, in, x, n, b, r, static_cast<Stream>(s));
+  return by_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    const auto* i = static_cast<const unsigned char*>(in);
+    const T* xt = static_cast<const T*>(x);
+    T* rt = static_cast<T*>(r);
+    const unsigned grid = blocks_for(quant::num_blocks(n, b));
+    const Stream st = static_cast<Stream>(s);
+    return bits == 8 ? launch(feedback_kernel<8, T>, grid, kThreads, st, i, xt, n, b, rt)
+                     : launch(feedback_kernel<4, T>, grid, kThreads, st, i, xt, n, b, rt);
+  });
+}
+
+int quant_add(device::QuantType t, const void* r, void* x, int64_t n, void* s) {
+  if (n < 0) return 1;
+  if (n == 0) return 0;
+  return by_type(t, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    return launch(add_kernel<T>, blocks_for(n), kThreads, static_cast<Stream>(s), static_cast<const T*>(r),
+                  static_cast<T*>(x), n);
+  });
 }
 
 // ---- memory and streams ----------------------------------------------------------------------
@@ -284,6 +352,19 @@ int sync(void* s) { return static_cast<int>(GPU(StreamSynchronize)(static_cast<S
 int copy(void* dst, const void* src, size_t n, void* s) {
   return n ? static_cast<int>(GPU(MemcpyAsync)(dst, src, n, GPU(MemcpyDefault), static_cast<Stream>(s))) : 0;
 }
+int fill(void* p, int value, size_t n, void* s) {
+  return n ? static_cast<int>(GPU(MemsetAsync)(p, value, n, static_cast<Stream>(s))) : 0;
+}
+using Event = GPU(Event_t);
+int event_create(void** e) {
+  Event ev = nullptr;
+  const int rc = static_cast<int>(GPU(EventCreateWithFlags)(&ev, GPU(EventDisableTiming)));
+  *e = ev;
+  return rc;
+}
+int event_destroy(void* e) { return e ? static_cast<int>(GPU(EventDestroy)(static_cast<Event>(e))) : 0; }
+int event_record(void* e, void* s) { return static_cast<int>(GPU(EventRecord)(static_cast<Event>(e), static_cast<Stream>(s))); }
+int event_wait(void* e) { return static_cast<int>(GPU(EventSynchronize)(static_cast<Event>(e))); }
 
 #if defined(HIER_GPU_SIM)
 constexpr const char* kName = "sim";
@@ -295,7 +376,8 @@ constexpr const char* kName = "cuda";
 
 const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stream_create, stream_destroy, sync,
                                  copy, upload, discard, pack, unpack, reduce, quantize, dequantize, feedback,
-                                 host_alloc, host_release};
+                                 host_alloc, host_release, quant_add, dequantize_sum, fill, event_create,
+                                 event_destroy, event_record, event_wait};
 
 }  // namespace
 }  // namespace hier::gpu

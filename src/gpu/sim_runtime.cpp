@@ -78,6 +78,14 @@ struct StreamImpl {
   }
 };
 
+// An event: records are numbered; one is reached when its stream ran everything queued before
+// it (the stream runs its work in order, so `reached` only grows).
+struct EventImpl {
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t recorded = 0, reached = 0;
+};
+
 namespace {
 // The default stream (a null Stream), as a runtime has one: created on first use, never joined
 // (it must outlive every static that might still queue work at exit).
@@ -140,3 +148,33 @@ int simMemcpyAsync(void* dst, const void* src, size_t n, int, simStream_t s) {
   return enqueue(s, [=] { std::memcpy(alias(dst), alias(src), n); });
 }
 int simGetLastError() { return 0; }
+int simMemsetAsync(void* p, int value, size_t n, simStream_t s) {
+  return enqueue(s, [=] { std::memset(alias(p), value, n); });
+}
+int simEventCreateWithFlags(simEvent_t* e, unsigned) {
+  *e = new EventImpl;
+  return 0;
+}
+int simEventDestroy(simEvent_t e) {
+  simEventSynchronize(e);  // its last record may still be queued: it refers to e
+  delete e;
+  return 0;
+}
+int simEventRecord(simEvent_t e, simStream_t s) {
+  uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lk(e->mu);
+    n = ++e->recorded;
+  }
+  return enqueue(s, [e, n] {
+    std::lock_guard<std::mutex> lk(e->mu);
+    if (n > e->reached) e->reached = n;
+    e->cv.notify_all();
+  });
+}
+int simEventSynchronize(simEvent_t e) {
+  std::unique_lock<std::mutex> lk(e->mu);
+  const uint64_t want = e->recorded;
+  e->cv.wait(lk, [&] { return e->reached >= want; });
+  return 0;
+}

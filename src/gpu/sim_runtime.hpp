@@ -28,6 +28,8 @@ extern thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
 
 struct StreamImpl;
 using Stream = StreamImpl*;
+struct EventImpl;
+using Event = EventImpl*;
 
 int enqueue(Stream s, std::function<void()> work);
 // Whether the process has a simulated device (its hooks): without one the module is unusable.
@@ -87,6 +89,14 @@ int simStreamCreateWithFlags(simStream_t* s, unsigned flags);
 int simStreamDestroy(simStream_t s);
 int simStreamSynchronize(simStream_t s);
 int simMemcpyAsync(void* dst, const void* src, size_t n, int kind, simStream_t s);
+int simMemsetAsync(void* p, int value, size_t n, simStream_t s);
+// Events: a record is one more operation on its stream; synchronize waits for the latest record.
+using simEvent_t = hier::gpu::sim::Event;
+inline constexpr unsigned simEventDisableTiming = 2;
+int simEventCreateWithFlags(simEvent_t* e, unsigned flags);
+int simEventDestroy(simEvent_t e);
+int simEventRecord(simEvent_t e, simStream_t s);
+int simEventSynchronize(simEvent_t e);
 int simGetLastError();
 using hier::gpu::sim::atomicAdd;
 using hier::gpu::sim::blockDim;

@@ -3,8 +3,8 @@
 // entry point and type (float, double, and 16-bit floats as CUDA's __half), one block of the
 // format per thread block. A real GPU backend would split each block's loops over the threads;
 // this only proves the bodies are device code. The same file is compiled by hipcc as HIP for
-// gfx90a, the MI250X (target hier_quant_hip_check, src/quant/CMakeLists.txt); there 16-bit floats
-// have no kernels (quant/f16.hpp) and stay exact.
+// gfx90a, the MI250X (target hier_quant_hip_check, src/quant/CMakeLists.txt), 16-bit floats as
+// HIP's __half (quant/f16.hpp).
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
 #endif

@@ -3,8 +3,9 @@
 // _Float16). HIER_QUANT_F16 is 1 where hier::quant::f16 exists:
 //   - host (GCC >= 12 on x86-64, clang): _Float16, the type MPIX_C_FLOAT16 describes;
 //   - CUDA (nvcc): __half from cuda_fp16.h, the same 2 bytes (quant/cuda_check.cu);
-//   - elsewhere (a compiler without _Float16; HIP: not compile-checked here, no hipcc on the
-//     build machines) HIER_QUANT_F16 is 0 and 16-bit floats stay exact.
+//   - HIP (hipcc): __half from hip_fp16.h, whose conversions are host and device functions
+//     (the GPU module, gpu/module.cu, compiled for gfx90a);
+//   - elsewhere (a compiler without _Float16) HIER_QUANT_F16 is 0 and 16-bit floats stay exact.
 // The kernels never compute in 16 bits: a value is widened to float (exact), every operation is
 // the float one, and a result is narrowed back to 16 bits (round to nearest even) once. widen
 // and narrow16 are these two conversions.
@@ -12,15 +13,20 @@
 
 #include "device/hd.hpp"
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(__HIPCC__)
+// CUDA's and HIP's __half: the same 2 bytes, the same host-and-device conversions.
+#if defined(__HIPCC__)
+#include <hip/hip_fp16.h>
+#else
 #include <cuda_fp16.h>
+#endif
 #define HIER_QUANT_F16 1
 namespace hier::quant {
 using f16 = __half;
 HIER_HD inline float widen(f16 x) { return __half2float(x); }
 HIER_HD inline f16 narrow16(float x) { return __float2half_rn(x); }
 }  // namespace hier::quant
-#elif defined(__FLT16_MAX__) && !defined(__HIPCC__)
+#elif defined(__FLT16_MAX__)
 #include <cstdint>
 #include <cstring>
 #define HIER_QUANT_F16 1

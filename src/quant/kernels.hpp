@@ -238,22 +238,31 @@ HIER_HD inline void dequantize_block(const unsigned char* __restrict__ rec, int6
   dequantize_values<kBits, kAdd>(static_cast<typename FloatBits<T>::C>(load_scale(rec)), rec + 4, n, out);
 }
 
-// Error feedback of one block (float and double): r[i] = x[i] - (value i of the record at rec),
-// and 0 where that difference is not finite (a block sent as NaN must not poison later calls).
-// The same bits as dequantizing into r and subtracting in T, which the host executor does
-// (exec/executor.cpp); x - v is spelled x + (-v): one IEEE operation, negation is exact.
+// Error feedback of one block: r[i] = x[i] - (value i of the record at rec), and 0 where that
+// difference is not finite (a block sent as NaN must not poison later calls). The same bits as
+// dequantizing into r and subtracting in T, which the host executor does (exec/executor.cpp):
+// x - v is spelled x + (-v), one IEEE operation in the compute type (negation is exact), rounded
+// to T once (16-bit values: computed in float, as GCC computes _Float16 arithmetic).
 template <int kBits, class T>
 HIER_HD inline void feedback_block(const unsigned char* __restrict__ rec, const T* __restrict__ x, int64_t n,
                                    T* __restrict__ r) {
   using U = typename FloatBits<T>::U;
   dequantize_block<kBits, false>(rec, n, r);
   for (int64_t i = 0; i < n; ++i) {
-    T d = add_rn(x[i], -r[i]);
+    T d = narrow_to<T>(add_rn(widen(x[i]), -widen(r[i])));
     U b;
     memcpy(&b, &d, sizeof(T));
-    if ((b & FloatBits<T>::kAbsMask) >= FloatBits<T>::kExpAll) d = T(0);
+    if ((b & FloatBits<T>::kAbsMask) >= FloatBits<T>::kExpAll) memset(&d, 0, sizeof(T));  // +0
     r[i] = d;
   }
+}
+
+// The error feedback's x += r (before quantizing): x[i] = x[i] + r[i] in the compute type,
+// rounded to T once; the host executor's `x[i] = x[i] + r[i]` bit for bit (16-bit values: GCC
+// adds _Float16 in float and rounds once).
+template <class T>
+HIER_HD inline void add_values(const T* __restrict__ r, T* __restrict__ x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = narrow_to<T>(add_rn(widen(x[i]), widen(r[i])));
 }
 
 // The fused dequantize-reduce of one block into 16-bit values (or any T): out[i] = the sum over

@@ -102,6 +102,12 @@ if mode == "staged_nomem":
     fb = rep.get("fallbacks", {}).get("scratch", {})
     if any(k.startswith("hier_") for k in by_call) or fb.get("calls", 0) < 6 or fb.get("failed_here", 1):
         sys.exit(f"{path}: staged_nomem: {json.dumps(dev)}; fallbacks {json.dumps(rep.get('fallbacks'))}")
+# MPI 4 (MPICH here): the persistent allgather ran libhier's schedule on host copies kept with the
+# request (unaware, no module) or bound to the device (staged).
+if rep.get("mpi_library", "").startswith("MPICH Version:\t4"):
+    key = {"unaware": "staged_persistent", "unaware_quant": "staged_persistent", "staged": "hier_staged_persistent"}
+    if mode in key and by_call.get(key[mode], 0) != 1:
+        sys.exit(f"{path}: the persistent allgather did not count as {key[mode]}: {json.dumps(dev)}")
 if mode not in ("preloaded", "kernels", "kernels_nomem", "staged") and by_call["staged"] < len(colls):
     sys.exit(f"{path}: only {by_call['staged']} staged collectives: {json.dumps(dev)}")
 # Which algorithms ran MPI_Allreduce: the staged calls must have run libhier's schedules where

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Checks rank 0's finalize report of a device_quant run (tests/device/quant_test.cpp): which path
 the collectives on device buffers took, and that the quantized ones ran quantized, in every form:
-  check_quant_report.py REPORT MODE [--mpi4]
-(--mpi4: an MPI with persistent collectives, whose quantized persistent calls must be counted)."""
+  check_quant_report.py REPORT MODE [--mpi4] [--check]
+(--mpi4: an MPI with persistent collectives, whose quantized persistent calls must be counted;
+--check: HIER_QUANT_CHECK=on, every quantized call checked, device-bound ones included, which
+were staged whole before: the calls must still count as hier_device_quant / hier_staged_quant,
+and every collective's checked error must be lossy and within a loose int8 bound)."""
 import json
 import sys
 
 path, mode = sys.argv[1], sys.argv[2]
 mpi4 = "--mpi4" in sys.argv[3:]
+check = "--check" in sys.argv[3:]
 with open(path) as f:
     rep = json.load(f)
 dev = rep.get("device", {}).get("device", {})
@@ -52,6 +56,19 @@ if by_path.get(pre, 0) != sum(n for k, n in by_call.items() if k.startswith(pre)
     problems.append(f"by_path's {pre} is not the sum of its calls")
 if mode == "staged" and (by_path.get("gpu_aware", 0) or by_path.get("hier_device", 0)):
     problems.append(f"device pointers handed to an MPI that is not GPU-aware: {by_path}")
+if check:
+    for name, c in rep.get("quantization", {}).get("collectives", {}).items():
+        q = c.get("int8", 0) + c.get("int4", 0)
+        chk = c.get("check", {})
+        if not q or chk.get("calls", 0) != q:
+            problems.append(f"{name}: {chk.get('calls', 0)} of {q} quantized calls checked")
+        elif not 0 < (chk.get("max_rel_error") or float("nan")) < 0.05:  # (NaN: null in the report)
+            problems.append(f"{name}: checked error {chk.get('max_rel_error')} not lossy within 0.05")
+    # (before, a checked call on device buffers was staged whole: "staged"; in staged mode only
+    # the count-0 calls, which libhier leaves to the MPI, are: 24 on Open MPI, 32 on MPICH with
+    # its 16-bit floats)
+    if mode == "staged" and by_call.get("staged", 0) > 64:
+        problems.append(f"{by_call.get('staged')} calls staged whole")
 if problems:
     sys.exit(f"{path}: {mode}: " + "; ".join(problems) + f"; device calls {json.dumps(by_call)}")
 print(f"{path}: {mode}: {by_call}")

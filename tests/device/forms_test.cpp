@@ -294,22 +294,23 @@ TEST(DeviceForms, ManyOutstanding) {
   }
 }
 
-// Persistent (MPI 4.0): each started twice, the result buffer cleared between the starts. Only
-// the calls libhier rewrites on device buffers: the reductions, counts above 0. The others go to
-// MPICH 4.0.2's own persistent collectives, which hang in MPI_Wait on the stand-in's device
-// buffers even without libhier (allreduce of 1 int on 4 ranks), and work on host buffers.
+// Persistent (MPI 4.0): each started twice, the result buffer restored to its first contents
+// between the starts. Every collective libhier rewrites on device buffers, movement ones
+// included (their device-bound schedules, exec/device_steps.hpp), counts above 0 only: a count
+// of 0 goes to MPICH 4.0.2's own persistent collectives, which hang in MPI_Wait on the stand-in's
+// device buffers even without libhier (allreduce of 1 int on 4 ranks), and work on host buffers.
 TEST(DeviceForms, Persistent) {
 #if MPI_VERSION >= 4
   for (const auto& [name, make] : makers()) {
     const std::string nm = name;
-    if (nm != "allreduce" && nm != "reduce" && nm != "reduce_scatter_block" && nm != "reduce_scatter") continue;
     for (int n : kCounts)
       for (bool ip : {false, true}) {
         if (n == 0 || (ip && !has_in_place(nm))) continue;
         Case c = make(n, size_() - 1, ip);
         c.what = name;
         const std::string where = "persistent n=" + std::to_string(n) + (ip ? " in place" : "");
-        // In place the input is the result buffer: restore it before the second start.
+        // The result buffer's first contents (in place the input; a bcast root's data; gaps):
+        // restored before the second start, which must write the result again.
         const std::vector<char> start = c.recv->get();
         MPI_Request q = MPI_REQUEST_NULL;
         ASSERT_EQ(c.issue(Form::Persistent, &q), MPI_SUCCESS) << c.what << ", " << where;
@@ -317,12 +318,39 @@ TEST(DeviceForms, Persistent) {
           ASSERT_EQ(MPI_Start(&q), MPI_SUCCESS);
           ASSERT_EQ(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);
           expect_result(c, where + " start " + std::to_string(round));
-          std::vector<char> reset = start;
-          if (!ip) std::fill(reset.begin(), reset.end(), 0);
-          fake_gpu_copy(c.recv->p, reset.data(), reset.size());
+          fake_gpu_copy(c.recv->p, start.data(), start.size());
         }
         ASSERT_EQ(MPI_Request_free(&q), MPI_SUCCESS);
       }
+  }
+#else
+  GTEST_SKIP() << "persistent collectives need an MPI 4.0 library";
+#endif
+}
+
+// Persistent calls whose buffers a rank cannot bind on the device (here: sent from device
+// memory, received into host memory, on every rank): the schedule runs on host copies that the
+// request keeps, refreshed from the device at every MPI_Start (core/dispatch_coll.hpp,
+// persistent_staged). The input changes between the starts: a start that read stale copies fails.
+TEST(DeviceForms, PersistentMixedHostAndDevice) {
+#if MPI_VERSION >= 4
+  const int p = size_();
+  for (int n : {7, 65537}) {
+    Dev send(bytes(ints(n, rank_())));
+    std::vector<int> recv(size_t(n) * p, -1), ref(size_t(n) * p);
+    MPI_Request q = MPI_REQUEST_NULL;
+    ASSERT_EQ(MPI_Allgather_init(send.p, n, MPI_INT, recv.data(), n, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &q),
+              MPI_SUCCESS);
+    for (int round = 0; round < 2; ++round) {
+      const auto in = ints(n, rank_() + 10 * round);
+      fake_gpu_copy(send.p, in.data(), in.size() * sizeof(int));
+      std::fill(recv.begin(), recv.end(), -1);
+      ASSERT_EQ(MPI_Start(&q), MPI_SUCCESS);
+      ASSERT_EQ(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      PMPI_Allgather(in.data(), n, MPI_INT, ref.data(), n, MPI_INT, MPI_COMM_WORLD);
+      EXPECT_EQ(recv, ref) << "persistent allgather, device send, host recv, n=" << n << " start " << round;
+    }
+    ASSERT_EQ(MPI_Request_free(&q), MPI_SUCCESS);
   }
 #else
   GTEST_SKIP() << "persistent collectives need an MPI 4.0 library";

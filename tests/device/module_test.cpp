@@ -208,10 +208,44 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
   ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 0, nullptr), 0);
   ASSERT_EQ(mod().sync(nullptr), 0);
   EXPECT_EQ(dout.get(), bytes_of(out));
-  quant::dequantize_add(want.data(), n, block, bits, out.data());
-  ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
-  ASSERT_EQ(mod().sync(nullptr), 0);
-  EXPECT_EQ(dout.get(), bytes_of(out));
+  if constexpr (sizeof(T) == 2) {
+    // 16-bit values are never summed in 16 bits: dequantize-add is refused; the fused
+    // dequantize-reduce sums 3 parts (these records, and two of their own) in float.
+    if (n > 0) EXPECT_NE(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
+    const int64_t part = static_cast<int64_t>(rb) + 8;  // a stride that is not the records' size
+    std::vector<char> parts(static_cast<size_t>(3 * part), 0);
+    for (int k = 0; k < 3; ++k) {
+      std::vector<T> y(x.size());
+      for (T& v : y) v = static_cast<T>(d(rng));
+      if (k == 0) std::memcpy(parts.data(), want.data(), rb);
+      else quant::quantize(y.data(), n, block, bits, parts.data() + k * part);
+    }
+    quant::dequantize_sum(parts.data(), part, 3, n, block, bits, out.data());
+    DeviceBuffer dparts(parts.size());
+    dparts.put(parts);
+    ASSERT_EQ(mod().dequantize_sum(bits, qt, dparts.p, part, 3, n, block, dout.p, nullptr), 0);
+    ASSERT_EQ(mod().sync(nullptr), 0);
+    EXPECT_EQ(dout.get(), bytes_of(out)) << "16-bit sums differ: bits " << bits << " n " << n;
+  } else {
+    quant::dequantize_add(want.data(), n, block, bits, out.data());
+    ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
+    ASSERT_EQ(mod().sync(nullptr), 0);
+    EXPECT_EQ(dout.get(), bytes_of(out));
+    EXPECT_NE(mod().dequantize_sum(bits, qt, drec.p, 0, 1, n, block, dout.p, nullptr), 0) << "F16 only";
+  }
+  // The error feedback's x += r: x + r in the compute type, rounded once (the host executor's
+  // x[i] = x[i] + r[i]).
+  {
+    std::vector<T> y(x.size()), sum(x.size());
+    for (T& v : y) v = static_cast<T>(d(rng) * 0.01);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = x[i] + y[i];
+    DeviceBuffer dy(y.size() * sizeof(T)), dsum(x.size() * sizeof(T));
+    dy.put(bytes_of(y));
+    dsum.put(bytes_of(x));
+    ASSERT_EQ(mod().quant_add(qt, dy.p, dsum.p, n, nullptr), 0);
+    ASSERT_EQ(mod().sync(nullptr), 0);
+    EXPECT_EQ(dsum.get(), bytes_of(sum)) << "x += r differs: n " << n;
+  }
   // Error feedback: the residual x - deq(q(x)), non-finite differences dropped, as the host
   // executor computes it (exec/executor.cpp's Quantize step).
   std::vector<T> r(static_cast<size_t>(n));
@@ -233,10 +267,41 @@ TEST(Module, Quantization) {
       for (int64_t block : {64, 512}) {
         check_quant<float>(device::QuantType::F32, bits, n, block, rng);
         check_quant<double>(device::QuantType::F64, bits, n, block, rng);
+#if HIER_QUANT_F16
+        check_quant<quant::f16>(device::QuantType::F16, bits, n, block, rng);
+#endif
       }
   int64_t bad = 0;
   EXPECT_NE(mod().quantize(3, device::QuantType::F32, nullptr, 8, 64, nullptr, &bad, nullptr), 0) << "bits 3 refused";
   EXPECT_NE(mod().feedback(3, device::QuantType::F32, nullptr, nullptr, 8, 64, nullptr, nullptr), 0) << "bits 3 refused";
+}
+
+// memset, and events: a wait for an event returns once the work queued before its record is
+// done (the staged message steps wait for their own copies in: exec/device_stage.hpp).
+TEST(Module, MemsetAndEvents) {
+  void* stream = nullptr;
+  ASSERT_EQ(mod().stream_create(&stream), 0);
+  for (size_t n : {size_t{1}, size_t{4099}, size_t{1} << 20}) {
+    DeviceBuffer b(n);
+    b.put(std::vector<char>(n, 0x5a));
+    ASSERT_EQ(mod().memset(b.p, 0, n, stream), 0);
+    std::vector<char> back(n, 1);
+    void* e = nullptr;
+    ASSERT_EQ(mod().event_create(&e), 0);
+    ASSERT_EQ(mod().copy(back.data(), b.p, n, stream), 0);
+    ASSERT_EQ(mod().event_record(e, stream), 0);
+    ASSERT_EQ(mod().event_wait(e), 0);
+    EXPECT_EQ(back, std::vector<char>(n, 0)) << "memset of " << n << " bytes, read after the event";
+    // A second record of the same event: the wait is for the latest one.
+    std::vector<char> fill(n, 0x33), again(n, 0);
+    ASSERT_EQ(mod().copy(b.p, fill.data(), n, stream), 0);
+    ASSERT_EQ(mod().copy(again.data(), b.p, n, stream), 0);
+    ASSERT_EQ(mod().event_record(e, stream), 0);
+    ASSERT_EQ(mod().event_wait(e), 0);
+    EXPECT_EQ(again, fill);
+    ASSERT_EQ(mod().event_destroy(e), 0);
+  }
+  ASSERT_EQ(mod().stream_destroy(stream), 0);
 }
 
 }  // namespace
