@@ -1,11 +1,11 @@
 // The tune file's one schema (model/tune_schema.hpp): what write() gives, parse() reads back
 // unchanged: the built-in files of both families (every section), and a document with every
 // optional figure hier-tune measures (ladder, level steps, hier_measured, the nonblocking
-// calls, the segment); a bad value of a new section is one line naming it.
+// calls, the segment, the GPU module's device rates); a bad value of a new section is one line
+// naming it.
 #include <gtest/gtest.h>
 
 #include <cstring>
-
 #include <string>
 
 #include "model/load.hpp"
