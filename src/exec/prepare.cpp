@@ -95,6 +95,8 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   auto it = ctx->plans.find(key);
   if (it == ctx->plans.end()) {
     if (ctx->plans.size() >= 1024) ctx->plans.clear();  // bounded; the same on every rank
+    // Agreed by every rank with the levels, so every rank plans alike (model/cost_device.hpp).
+    if (ctx->device_hier) call.where = ctx->device_stage ? model::Placement::Staged : model::Placement::Device;
     it = ctx->plans.emplace(key, model::plan(call, ctx->levels->shape, model::process().model, cfg)).first;
     HIER_TRACE("sched", "%s %lld bytes: %s", config::coll_key(coll), static_cast<long long>(bytes),
                model::describe(it->second).c_str());

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "model/cost_device.hpp"
 #include "sched/transport.hpp"
 #include "shm/cma.hpp"
 #include "shm/segment.hpp"
@@ -520,7 +521,7 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = mine.steps[k];
       if (is_local(st.kind)) {
-        cpu += step_cost(st, rank, s, m, ub, 1, true, mine.quant_bits);
+        cpu += step_cost(st, rank, s, m, ub, 1, true, mine.quant_bits) + device_local_ns(m);
         continue;
       }
       const int flows = flows_of(st, k);
@@ -531,7 +532,10 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
       const double comm =
           st.via == sched::Via::Shm ? all : step_cost(st, rank, s, m, ub, flows, false, mine.quant_bits);
       cpu += all - comm;
-      level[level_of(st.comm, s) == LevelKind::Intra ? 0 : 1] += comm + m.step_overhead_ns;
+      // Device-bound (Model::placement): the wait for the module's stream, staged copies.
+      const int members = st.counts.empty() ? member_count(st.comm, rank, s) : static_cast<int>(st.counts.size());
+      level[level_of(st.comm, s) == LevelKind::Intra ? 0 : 1] +=
+          comm + m.step_overhead_ns + device_message_ns(st, members, ub, m);
     }
     const double most = std::max(level[0], level[1]), sum = level[0] + level[1];
     t += cpu + most + (1.0 - m.overlap) * (sum - most);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "model/device_rates.hpp"
 
 namespace hier::model {
 
@@ -142,6 +143,11 @@ struct Model {
   // shape of the file: a nonblocking call is planned from these (plan.cpp), ascending bytes.
   std::array<std::vector<Point>, kColls> flat_measured_nb;
   std::array<std::vector<Point>, kColls> hier_measured_nb;
+  // The GPU module's rates (the tune file's "device"; model/device_rates.hpp), and where the
+  // buffers of the calls costed with this model live: Host, except in the copy that plan()
+  // makes for a device-bound communicator (model/cost_device.hpp's on_device).
+  DeviceRates device = builtin_device_rates();
+  Placement placement = Placement::Host;
 
   const LevelParams& level(LevelKind k) const { return k == LevelKind::Intra ? intra : inter; }
   // The kernels' rates for `bits` (8: int8, 4: int4).

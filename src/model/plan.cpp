@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/cost.hpp"
+#include "model/cost_device.hpp"
 #include "model/cost_quant.hpp"
 #include "model/shapes.hpp"
 #include "sched/pipeline.hpp"
@@ -144,6 +145,8 @@ std::vector<bool> shm_options(const config::Config& cfg) {
 }
 
 Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg) {
+  // A device-bound communicator's calls: costed with the device's rates (model/cost_device.hpp).
+  if (call.where != m.placement) return plan(call, s, on_device(m, call.where), cfg);
   Plan p;
   p.direct_rs_from = m.direct_rs_from;
   p.padded_agv_from = m.padded_agv_from;
@@ -178,7 +181,7 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   p.hier_ns = best;
   p.shm = best_shm;
   // The MPI's own call: its nonblocking one for a nonblocking call, where measured.
-  p.flat_ns = flat_cost(call.coll, call.bytes, s, m, call.nonblocking);
+  p.flat_ns = flat_cost(call.coll, call.bytes, s, m, call.nonblocking) + device_flat_ns(call.coll, call.bytes, s.size, m);
   // A nonblocking call is hierarchical only where hier-tune timed both nonblocking calls on this
   // shape. Costed as a blocking call instead, libhier's MPI_Iallreduce measured 1.60x and 2.66x
   // the MPI's own on 2 x 2 and 4 x 2 (16 MiB, idle machine; with the tune file 0.97x and 1.00x:

@@ -36,6 +36,9 @@ struct Call {
   // where the model has them (Model::flat_measured_nb, hier_measured_nb), since the MPI's
   // nonblocking algorithms are not its blocking ones.
   bool nonblocking = false;
+  // Where the buffers live, as the communicator agreed (exec/prepare.cpp from Context::device_hier
+  // and device_stage): a device-bound call is costed with the device's rates (model/cost_device.hpp).
+  Placement where = Placement::Host;
 };
 
 struct Plan {

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cmath>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "util/files.hpp"
@@ -175,6 +176,26 @@ void check_dtype(const json& d, const std::string& where) {
   }
 }
 
+// The GPU module's rates (model/device_rates.hpp): every figure required inside the section
+// (hier-tune writes them together); a file without the section keeps the base's built-ins.
+void read_device(const json& d, DeviceRates& r) {
+  if (!d.is_object()) throw Bad{"device is not an object"};
+  r.step_ns = number(d, "step_ns", "device.");
+  r.copy_ns_per_byte = number(d, "copy_ns_per_byte", "device.");
+  r.h2d_ns_per_byte = number(d, "h2d_ns_per_byte", "device.");
+  r.d2h_ns_per_byte = number(d, "d2h_ns_per_byte", "device.");
+  r.reduce_ns_per_byte = number(d, "reduce_ns_per_byte", "device.");
+  for (const auto& [name, bits] : {std::pair{"int8", 8}, std::pair{"int4", 4}}) {
+    const json& f = need(d, name, "device.");
+    const std::string w = std::string("device.") + name + ".";
+    r.q(bits) = {number(f, "quantize_ns_per_byte", w), number(f, "dequantize_ns_per_byte", w),
+                 number(f, "dequantize_add_ns_per_byte", w)};
+  }
+  r.measured = d.value("measured", false);
+  r.module = d.value("module", std::string());
+  r.device = d.value("name", std::string());
+}
+
 // The quantization kernels' rates (docs/tune-file.md), all optional: a missing figure keeps the
 // base model's. The one-figure keys of older files (compute.quantize_ns_per_byte /
 // dequantize_ns_per_byte: "dequantize (+ add)") set both formats and both dequantizations; the
@@ -266,6 +287,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
     m.shm.members = int_of(sh, "members", "shm.", 2);
     if (sh.contains("single_ns_per_byte")) m.shm.single_ns_per_byte = number(sh, "single_ns_per_byte", "shm.");
   }
+  if (j.contains("device")) read_device(j.at("device"), m.device);
   if (j.contains("planner")) {
     const json& p = j.at("planner");
     if (p.contains("margin")) m.margin = number(p, "margin", "planner.");
@@ -494,6 +516,16 @@ std::string write(const TuneDoc& d) {
                 {"round_ns", m.shm.round_ns},
                 {"members", m.shm.members}};
   if (d.has.shm && m.shm.single_ns_per_byte >= 0) j["shm"]["single_ns_per_byte"] = m.shm.single_ns_per_byte;
+  if (d.has.device) {
+    const DeviceRates& r = m.device;
+    j["device"] = {{"module", r.module}, {"name", r.device}, {"measured", r.measured}, {"step_ns", r.step_ns},
+                   {"copy_ns_per_byte", r.copy_ns_per_byte}, {"h2d_ns_per_byte", r.h2d_ns_per_byte},
+                   {"d2h_ns_per_byte", r.d2h_ns_per_byte}, {"reduce_ns_per_byte", r.reduce_ns_per_byte}};
+    for (int bits : {8, 4})
+      j["device"][bits == 8 ? "int8" : "int4"] = {{"quantize_ns_per_byte", r.q(bits).quantize_ns_per_byte},
+                                                 {"dequantize_ns_per_byte", r.q(bits).dequantize_ns_per_byte},
+                                                 {"dequantize_add_ns_per_byte", r.q(bits).dequantize_add_ns_per_byte}};
+  }
   if (!d.dtype_json.empty()) j["dtype"] = json::parse(d.dtype_json);
   return j.dump(2) + "\n";
 }

@@ -55,6 +55,7 @@ struct TuneDoc {
     bool intra = true, inter = true;
     bool flat_algorithms = false, margin = false, step_overhead = false, pipeline = false, steps = false;
     bool hier_measured = false, shm = false;
+    bool device = false;  // the GPU module's rates (Model::device), measured where a module loads
   } has;
   LevelNotes intra_notes, inter_notes;
   int64_t quant_block = 0, quant_bytes = 0;  // where compute.quant was measured (0: not written)

@@ -3,7 +3,7 @@
 usage: check_tune_file.py FILE NODES RANKS_PER_NODE MPI_FAMILY [OPTS]
 (OPTS, comma-separated: ladder: the file must have levels.X.ladder, as hier-tune --ladder writes;
 steps: levels.X.steps, as hier-tune --level-steps writes; hier: hier_measured, as hier-tune
---hier writes; device: dtype.device, as hier-tune writes with a GPU runtime and module loaded;
+--hier writes; device: dtype.device and the device section, as hier-tune writes with a GPU runtime and module loaded;
 without: it must not)"""
 import json, math, os, sys
 
@@ -185,6 +185,20 @@ else:
             num(dev[line][k], f"dtype.device.{line}.{k}")
         if dev[line]["overhead_ns"] + dev[line]["ns_per_byte"] + dev[line]["ns_per_block"] <= 0:
             fail(f"dtype.device.{line}: costs nothing")
+# The GPU module's rates (the "device" section, tools/hier-tune/device.cpp): likewise.
+gpu = j.get("device")
+if not want_device:
+    if gpu is not None:
+        fail("device written without a GPU module")
+else:
+    if not isinstance(gpu, dict) or gpu.get("measured") is not True or not gpu.get("module"):
+        fail(f"device section missing or not measured: {gpu!r}")
+    num(gpu["step_ns"], "device.step_ns", positive=True)
+    for k in ("copy_ns_per_byte", "h2d_ns_per_byte", "d2h_ns_per_byte", "reduce_ns_per_byte"):
+        num(gpu[k], f"device.{k}")
+    for fmt in ("int8", "int4"):
+        for k in ("quantize_ns_per_byte", "dequantize_ns_per_byte", "dequantize_add_ns_per_byte"):
+            num(gpu[fmt][k], f"device.{fmt}.{k}")
 if "flat_algorithms" in j:
     fail("flat_algorithms written (built-in only)")
 print(f"check_tune_file: {path} ok ({nodes} x {ppn}, {family}, levels {expect})")

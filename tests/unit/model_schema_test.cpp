@@ -1,9 +1,11 @@
 // The tune file's one schema (model/tune_schema.hpp): what write() gives, parse() reads back
 // unchanged: the built-in files of both families (every section), and a document with every
 // optional figure hier-tune measures (ladder, level steps, hier_measured, the nonblocking
-// calls, the segment); a bad value of a new section is one line naming it.
+// calls, the segment, the GPU module's device rates); a bad value of a new section is one line
+// naming it.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "model/load.hpp"
@@ -88,6 +90,19 @@ void expect_model_eq(const Model& a, const Model& b) {
   EXPECT_EQ(a.shm.round_ns, b.shm.round_ns);
   EXPECT_EQ(a.shm.members, b.shm.members);
   EXPECT_EQ(a.shm.single_ns_per_byte, b.shm.single_ns_per_byte);
+  EXPECT_EQ(a.device.step_ns, b.device.step_ns);
+  EXPECT_EQ(a.device.copy_ns_per_byte, b.device.copy_ns_per_byte);
+  EXPECT_EQ(a.device.h2d_ns_per_byte, b.device.h2d_ns_per_byte);
+  EXPECT_EQ(a.device.d2h_ns_per_byte, b.device.d2h_ns_per_byte);
+  EXPECT_EQ(a.device.reduce_ns_per_byte, b.device.reduce_ns_per_byte);
+  for (int bits : {8, 4}) {
+    EXPECT_EQ(a.device.q(bits).quantize_ns_per_byte, b.device.q(bits).quantize_ns_per_byte);
+    EXPECT_EQ(a.device.q(bits).dequantize_ns_per_byte, b.device.q(bits).dequantize_ns_per_byte);
+    EXPECT_EQ(a.device.q(bits).dequantize_add_ns_per_byte, b.device.q(bits).dequantize_add_ns_per_byte);
+  }
+  EXPECT_EQ(a.device.measured, b.device.measured);
+  EXPECT_EQ(a.device.module, b.device.module);
+  EXPECT_EQ(a.device.device, b.device.device);
 }
 
 TuneDoc all_sections(const Model& m) {
@@ -97,6 +112,7 @@ TuneDoc all_sections(const Model& m) {
   d.has.flat_algorithms = d.has.margin = d.has.step_overhead = d.has.pipeline = d.has.steps = true;
   d.has.hier_measured = true;
   d.has.shm = m.shm.members > 0;
+  d.has.device = true;
   return d;
 }
 
@@ -128,6 +144,14 @@ TEST(TuneSchema, EveryMeasuredFigureRoundTrips) {
   m.hier_measured_nb[0] = {{65536, 1.1e6}, {1048576, 6e6}};
   m.shm = {0.125, 0.0625, 15000.5, 4, 0.03125};
   m.quant(4).quantize_ns_per_byte = 0.33;
+  m.device.step_ns = 7500.5;
+  m.device.copy_ns_per_byte = 0.000625;
+  m.device.h2d_ns_per_byte = 0.0195;
+  m.device.d2h_ns_per_byte = 0.021;
+  m.device.reduce_ns_per_byte = 0.00125;
+  m.device.q(8) = {0.0011, 0.0009, 0.0013};
+  m.device.q(4) = {0.0012, 0.001, 0.0014};
+  m.device.measured = true, m.device.module = "cuda", m.device.device = "a GPU";
   TuneDoc d = all_sections(m);
   d.intra_notes = {1234.5, 2345.5};
   d.quant_block = 256;
@@ -147,6 +171,32 @@ TEST(TuneSchema, EveryMeasuredFigureRoundTrips) {
   ASSERT_TRUE(parse(write(d), Family::OpenMPI, JobShape{2, 4}, base, back, err)) << err;
   EXPECT_EQ(back.model.shm.round_ns, 99);
   EXPECT_EQ(back.model.shm.members, 8);
+  // Without a device section: the built-in (assumed) device rates.
+  d.has.device = false;
+  ASSERT_TRUE(parse(write(d), Family::OpenMPI, JobShape{2, 4}, Model{}, back, err)) << err;
+  EXPECT_EQ(back.model.device.step_ns, builtin_device_rates().step_ns);
+  EXPECT_EQ(back.model.device.h2d_ns_per_byte, builtin_device_rates().h2d_ns_per_byte);
+  EXPECT_FALSE(back.model.device.measured);
+}
+
+TEST(TuneSchema, BadDeviceValueIsOneLine) {
+  Model m = builtin(Family::OpenMPI);
+  m.nodes = 1, m.ranks_per_node = 4;
+  m.device.h2d_ns_per_byte = 0.5;
+  TuneDoc d = all_sections(m);
+  d.has.inter = false;
+  std::string text = write(d);
+  const std::string key = "\"h2d_ns_per_byte\": 0.5";
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos) << text;
+  TuneFile out;
+  std::string err;
+  text.replace(at, key.size(), "\"h2d_ns_per_byte\": -1");
+  EXPECT_FALSE(parse(text, Family::OpenMPI, JobShape{}, Model{}, out, err));
+  EXPECT_EQ(err, "device.h2d_ns_per_byte = -1 (must be >= 0.0)");
+  text.replace(text.find("\"h2d_ns_per_byte\": -1"), std::strlen("\"h2d_ns_per_byte\": -1"), "\"h2d\": 1");
+  EXPECT_FALSE(parse(text, Family::OpenMPI, JobShape{}, Model{}, out, err));
+  EXPECT_EQ(err, "missing device.h2d_ns_per_byte");
 }
 
 TEST(TuneSchema, BadShmValueIsOneLine) {

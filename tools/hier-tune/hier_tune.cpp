@@ -48,6 +48,10 @@
 //    = a + b * bytes + c * blocks fitted by least squares for libhier's engine and the MPI's own
 //    PMPI_Pack/PMPI_Unpack over vectors of 4 B .. 4 KiB blocks, and one message end to end
 //    between ranks 0 and 1 with the derived type through the MPI and as contiguous bytes.
+//  - device (device.cpp, rank 0, only where a GPU runtime is loaded and the GPU module loads,
+//    HIER_GPU_MODULE): the module's copies (device -> device, pinned host <-> device), float32
+//    sum and quantization kernels per byte, and one kernel or copy queued and waited for: what
+//    the planner costs device-bound schedules with (model/cost_device.hpp).
 #include <mpi.h>
 #include <unistd.h>
 
@@ -247,6 +251,11 @@ int main(int argc, char** argv) {
     doc.has.hier_measured = true;
   }
   doc.dtype_json = measure_dtype(rank, size, quick, pair).dump();
+  // The GPU module's rates (rank 0 alone: the ranks of a node may share one GPU).
+  if (rank == 0 && measure_device(quick, quant_block, m.device)) {
+    doc.has.device = true;
+    std::fprintf(stderr, "hier-tune: device rates measured with the GPU module (%s)\n", m.device.module.c_str());
+  }
 
   if (rank == 0) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];

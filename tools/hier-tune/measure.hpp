@@ -74,6 +74,10 @@ bool libhier_loaded();
 // ---- compute.cpp: compute (reduction, copy, quantization kernels) into doc.model
 void measure_compute(bool quick, int64_t quant_block, model::TuneDoc& doc);
 
+// ---- device.cpp: the GPU module's rates (the "device" section) on this rank; false (nothing
+// measured) without a GPU runtime or a module that loads (HIER_GPU_MODULE).
+bool measure_device(bool quick, int64_t quant_block, model::DeviceRates& out);
+
 // ---- shm.cpp: the node segment's copy and reduce rates and flag round (the "shm" section);
 // false (nothing measured) where a node has one rank or a segment could not be mapped.
 bool measure_shm(const Shape& s, bool quick, model::ShmRates& out);
