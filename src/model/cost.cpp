@@ -61,6 +61,15 @@ double binomial_scatter(double n, int64_t m, const Net& net) {
 
 }  // namespace
 
+double eager_bcast(Algo a, double n, int members, const Net& net, const Model& m) {
+  if (a != Algo::Binomial || m.eager_bytes <= 0 || n > static_cast<double>(m.eager_bytes) || members <= 1) return -1;
+  // Each round of the tree: the transfer of its messages, without the time of an empty one (the
+  // wake-up a receiver that waits would pay).
+  double t = 0;
+  for (int64_t d = pof2_above(members) / 2; d >= 1; d /= 2) t += std::max(0.0, net.tree(d, n) - net.tree(d, 0));
+  return t;
+}
+
 // The table's Op column (config/collectives.def).
 Op op_of(config::Coll c) {
   static constexpr Op kOps[] = {
@@ -197,8 +206,10 @@ double algo_cost(Op op, Algo a, double n, int members, const Net& net, double re
 
 double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ppn, const Model& m) {
   const FlatNet net(m, nodes, ppn);
-  return algo_cost(op_of(coll), m.flat_algorithm(coll, bytes), static_cast<double>(bytes), nodes * ppn, net,
-                   m.reduce_ns_per_byte);
+  const Algo a = m.flat_algorithm(coll, bytes);
+  if (op_of(coll) == Op::Bcast)
+    if (const double e = eager_bcast(a, static_cast<double>(bytes), nodes * ppn, net, m); e >= 0) return e;
+  return algo_cost(op_of(coll), a, static_cast<double>(bytes), nodes * ppn, net, m.reduce_ns_per_byte);
 }
 
 bool measured_shape(const topo::Shape& s, const Model& m) {
@@ -469,7 +480,11 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
       }
       return measured_or(Coll::Allgather, all, Coll::Allgatherv, Op::Allgather);
     }
-    case Kind::Bcast: return measured_or(Coll::Bcast, count, Coll::Bcast, Op::Bcast);
+    case Kind::Bcast:
+      if (const double e = eager_bcast(m.flat_algorithm(Coll::Bcast, static_cast<int64_t>(count)), count, members, net, m);
+          e >= 0)
+        return e;
+      return measured_or(Coll::Bcast, count, Coll::Bcast, Op::Bcast);
     case Kind::Reduce: return mpi(Coll::Reduce, Op::Reduce, count);
     case Kind::Scatterv:
     case Kind::Gatherv: return linear_v(st, members, lp, m.scatterv_sequential, ub);

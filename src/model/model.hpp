@@ -128,6 +128,10 @@ struct Model {
   // sequential: one message after another, each with its own latency (Open MPI's coll/basic:
   // blocking sends), else all posted at once (MPICH: one latency, the bytes one after another).
   bool scatterv_sequential = true;
+  // Messages up to this size the MPI sends eagerly (0: none assumed): in a binomial bcast of
+  // such messages no sender waits for its receiver, and a receiver that arrives late finds the
+  // data there, so its rounds pay the transfer and no wake-up (cost.cpp; steps.eager_bytes).
+  int64_t eager_bytes = 0;
   double overlap = 1.0;          // 0..1: steps of different levels in one wave
   std::array<std::vector<int64_t>, kColls> chunk_bytes;  // pipeline chunk sizes the planner tries (allreduce, bcast)
   int64_t direct_rs_from = std::numeric_limits<int64_t>::max();

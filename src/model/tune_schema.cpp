@@ -327,6 +327,7 @@ void read_v2(const json& j, Family family, const JobShape& job, TuneFile& out) {
     const json& s = j.at("steps");
     if (s.contains("direct_reduce_scatter_from")) m.direct_rs_from = bytes_of(s, "direct_reduce_scatter_from", "steps.");
     if (s.contains("padded_allgatherv_from")) m.padded_agv_from = bytes_of(s, "padded_allgatherv_from", "steps.");
+    if (s.contains("eager_bytes")) m.eager_bytes = bytes_of(s, "eager_bytes", "steps.");
     if (s.contains("scatterv_sequential")) {
       if (!s.at("scatterv_sequential").is_boolean()) throw Bad{"steps.scatterv_sequential is not true or false"};
       m.scatterv_sequential = s.at("scatterv_sequential").get<bool>();
@@ -510,6 +511,7 @@ std::string write(const TuneDoc& d) {
     j["steps"] = {{"direct_reduce_scatter_from", m.direct_rs_from},
                   {"padded_allgatherv_from", m.padded_agv_from},
                   {"scatterv_sequential", m.scatterv_sequential}};
+  if (d.has.steps && m.eager_bytes > 0) j["steps"]["eager_bytes"] = m.eager_bytes;
   if (d.has.shm)
     j["shm"] = {{"copy_ns_per_byte", m.shm.copy_ns_per_byte},
                 {"reduce_ns_per_byte", m.shm.reduce_ns_per_byte},

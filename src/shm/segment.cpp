@@ -1,12 +1,16 @@
 #include "shm/segment.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -52,6 +56,41 @@ struct Announce {
   uint64_t nonce = 0;
   int ok = 0;
 };
+
+// Segment names: "libhier.<uid>.<pid namespace>.<pid>.<counter>.<nonce>" (under /dev/shm). The
+// creator's pid and its pid namespace (the inode of /proc/self/ns/pid, 0 where unreadable) are in
+// the name so that a later creator can tell a name whose creator died before unlinking it (a
+// member killed between the creation and the agreement takes the job, and the creator, down with
+// it) from a live one: same user, same namespace (a pid means the same process there), pid gone.
+unsigned long pid_namespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? static_cast<unsigned long>(st.st_ino) : 0ul;
+}
+
+}  // namespace
+
+int sweep_dead_names(const char* dir) {
+  DIR* d = opendir(dir);
+  if (!d) return 0;
+  char mine[64];
+  std::snprintf(mine, sizeof mine, "libhier.%u.%lu.", static_cast<unsigned>(getuid()), pid_namespace());
+  const size_t n = std::strlen(mine);
+  int removed = 0;
+  while (const dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, mine, n) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name + n, &end, 10);
+    if (end == e->d_name + n || *end != '.' || pid <= 0 || pid == static_cast<long>(getpid())) continue;
+    // ESRCH only: EPERM means a live process (of someone else, after a pid reuse), never removed.
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string name = std::string("/") + e->d_name;
+    if (shm_unlink(name.c_str()) == 0) ++removed;
+  }
+  closedir(d);
+  return removed;
+}
+
+namespace {
 
 uint64_t fresh_nonce() {
   std::random_device rd;
@@ -111,8 +150,11 @@ std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* f
     // Readable and writable by this user only (nothing given to another user of the machine);
     // O_EXCL: never someone else's file of the same name.
     static std::atomic<unsigned> counter{0};
+    // Names a dead creator left behind (killed before the agreement) go first.
+    if (counter.load() == 0)
+      if (const int k = sweep_dead_names("/dev/shm")) HIER_INFO("shm", "removed %d segment name(s) of dead processes", k);
     a.nonce = fresh_nonce();
-    std::snprintf(a.name, sizeof a.name, "/libhier.%u.%d.%u.%08x", static_cast<unsigned>(getuid()),
+    std::snprintf(a.name, sizeof a.name, "/libhier.%u.%lu.%d.%u.%08x", static_cast<unsigned>(getuid()), pid_namespace(),
                   static_cast<int>(getpid()), counter.fetch_add(1), static_cast<unsigned>(a.nonce));
     const int fd = shm_open(a.name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd >= 0) {

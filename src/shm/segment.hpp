@@ -107,6 +107,12 @@ class Segment {
   std::vector<char> scratch_;
 };
 
+// Removes from `dir` (/dev/shm) the segment names of this user whose creator, in this pid
+// namespace, no longer runs: what a creator killed between creating its segment and the
+// agreement leaves behind (after the agreement the name is gone). open_segment calls it before
+// a process creates its first segment. Returns how many it removed.
+int sweep_dead_names(const char* dir);
+
 // Whether every member of `comm` shares memory with every other (MPI_Comm_split_type with
 // MPI_COMM_TYPE_SHARED keeps them in one group). Collective over comm.
 bool members_share_memory(MPI_Comm comm);

@@ -250,10 +250,12 @@ TEST(ModelShm, BuiltinDecisionsUnderAuto) {
   using config::Coll;
   using F = model::Family;
   // Every size from 4 KiB: with the built-in rates (no tune file) a node step through the segment
-  // costs a copy, a fold and a 20 us flag round, below the MPI's messages inside the node, which
-  // makes the hierarchical schedule the cheaper one at every size (measured idle against the MPI
-  // alone, bench/RESULTS.md "HIER_SHM=auto across sizes": 2-6x at 4 KiB-1 MiB on this machine, but
-  // for MPICH's 4 KiB bcast, 0.54x: the built-in model's bcast misjudgement). 4K 16K 64K 256K 1M 4M 16M
+  // costs its copies, folds and a 2 ms round (the real step's, every member active: session 18),
+  // below the MPI's messages inside the node (8.4 ms rounds), which makes the hierarchical
+  // schedule the cheaper one at every size (measured idle against the MPI alone, bench/RESULTS.md
+  // "HIER_SHM=auto across sizes": 2-6x at 4 KiB-1 MiB on this machine), but for MPICH's 4 KiB
+  // bcast: its binomial tree of eager messages waits for no wake-up (measured 0.16 ms against
+  // libhier's 0.30), and planned flat since session 18 (steps.eager_bytes). 4K 16K 64K 256K 1M 4M 16M
   for (F f : {F::OpenMPI, F::Mpich}) {
     EXPECT_EQ(auto_decisions(f, Coll::Allreduce),                  "Hs Hs Hs Hs Hs Hs Hs");
     EXPECT_EQ(auto_decisions(f, Coll::ReduceScatterBlock),         "Hs Hs Hs Hs Hs Hs Hs");
@@ -262,8 +264,27 @@ TEST(ModelShm, BuiltinDecisionsUnderAuto) {
     EXPECT_EQ(auto_decisions(f, Coll::Barrier),                    "Hs Hs Hs Hs Hs Hs Hs");
   }
   EXPECT_EQ(auto_decisions(F::OpenMPI, Coll::Bcast),               "Hs Hs Hs Hs Hs H2s Hs");
-  EXPECT_EQ(auto_decisions(F::Mpich, Coll::Bcast),                 "Hs Hs Hs Hs Hs Hs Hs");
+  EXPECT_EQ(auto_decisions(F::Mpich, Coll::Bcast),                 "F Hs Hs Hs Hs Hs Hs");
   // HIER_SHM=off plans as before (model_test.cpp's BuiltinDecisionsOnTheEmulatedCluster).
+}
+
+// A binomial bcast of eager messages (Model::eager_bytes) costs its transfers, no wake-up per
+// round: the same bcast above the limit, or with no limit, pays a latency per round.
+TEST(ModelShm, EagerBcastPaysNoWakeUp) {
+  model::Model m = model_testing::simple();
+  m.flat_algorithms[static_cast<size_t>(config::Coll::Bcast)] = {{std::numeric_limits<int64_t>::max(), model::Algo::Binomial}};
+  const double waited = model::flat_algo_cost(config::Coll::Bcast, 4096, 2, 4, m);
+  m.eager_bytes = 8192;
+  const double eager = model::flat_algo_cost(config::Coll::Bcast, 4096, 2, 4, m);
+  // 3 rounds: across nodes (10 us + 10 ns/B), then twice inside (1 us + 1 ns/B): less the latencies.
+  EXPECT_NEAR(waited, 10000 + 40960 + 2 * (1000 + 4096), 1);
+  EXPECT_NEAR(eager, 40960 + 2 * 4096, 1);
+  EXPECT_NEAR(model::flat_algo_cost(config::Coll::Bcast, 16384, 2, 4, m), 10000 + 163840 + 2 * (1000 + 16384), 1);
+  // Only the binomial tree: the scatter-allgather's exchanges wait whatever the size.
+  m.flat_algorithms[static_cast<size_t>(config::Coll::Bcast)] = {{std::numeric_limits<int64_t>::max(), model::Algo::ScatterAllgather}};
+  const double sag = model::flat_algo_cost(config::Coll::Bcast, 4096, 2, 4, m);
+  m.eager_bytes = 0;
+  EXPECT_EQ(sag, model::flat_algo_cost(config::Coll::Bcast, 4096, 2, 4, m));
 }
 
 namespace {

@@ -7,13 +7,21 @@
 //  - single_ns_per_byte: where the members may read each other's memory (Segment::cma()), a
 //    member reads a buffer of every peer's through the kernel (shm/cma.hpp), as the single-copy
 //    steps do;
-//  - round_ns: one flag round (raise one's ready flag, wait for every member's) under libhier's
-//    waiting policy (shm/wait.hpp).
+//  - round_ns: what a round of a step costs beyond its copies and folds: a real copy-in
+//    reduce-scatter through the segment (exec/shm_steps.hpp, every member at once, 4 or 8
+//    rounds of a slot half), less the copies and folds the model charges it at the two rates
+//    above, per round. With ranks outnumbering cores a round is a wait for the slowest member's
+//    time slice, and a bare flag round (raise, wait for every member's: kept as the floor)
+//    misses the copies' share of the cores it waits on: 20 us alone against 0.5-1 ms per round
+//    of the real step on 8 ranks of 2 cores (bench/RESULTS.md, "Session 18 (node26)").
 // With ranks outnumbering cores the members' copies share the cores, and the figures say so:
 // that is what the planner must weigh against the MPI's messages on the same node.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "exec/shm_steps.hpp"
+#include "exec/typed.hpp"
 #include "measure.hpp"
 #include "shm/cma.hpp"
 #include "shm/segment.hpp"
@@ -68,8 +76,23 @@ bool measure_shm(const Shape& s, bool quick, model::ShmRates& out) {
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, s.node_comm);
     if (!ok) t_single = -1;
   }
+  // The real step (after the single-copy figure: it overwrites the slots), with the segment's
+  // own round numbers, which the bare flag rounds below then continue: a copy-in
+  // reduce-scatter of `step_rounds` slot halves of float input per
+  // member (model::step_cost's copy-in: all x copy + all / p x (p - 1) x fold + rounds x round).
+  const int step_rounds = quick ? 4 : 8;
+  const int64_t piece = step_rounds * half / 4 / p;  // floats of each member's piece
+  const double all = static_cast<double>(piece * p * 4);
+  std::vector<float> in(static_cast<size_t>(piece * p), 1.0f), res(static_cast<size_t>(piece), 0.0f);
+  const exec::TypeInfo info = exec::type_info(MPI_FLOAT);
+  const exec::ShmArgs args{reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(res.data()), false, 0, 0,
+                           std::vector<int64_t>(static_cast<size_t>(p), piece), {}, &info, MPI_SUM, false};
+  const double t_step = timed(s.node_comm, reps, [&] {
+    auto st = exec::shm_start(sched::Kind::ReduceScatter, *seg, args);
+    if (st) shm::finish(*st);
+  });
   const int rounds = quick ? 50 : 200;
-  uint64_t round = 0;
+  uint64_t round = seg->take_rounds(0) - 1;  // the flags stand at the step's last round
   const double t_rounds = timed(s.node_comm, reps, [&] {
     for (int r = 0; r < rounds; ++r) {
       ++round;
@@ -83,7 +106,14 @@ bool measure_shm(const Shape& s, bool quick, model::ShmRates& out) {
   });
   out.copy_ns_per_byte = 1e9 * t_copy / (static_cast<double>(half) * p);
   out.reduce_ns_per_byte = 1e9 * t_reduce / (static_cast<double>(half) * (p - 1));
-  out.round_ns = 1e9 * t_rounds / rounds;
+  const double work = all * out.copy_ns_per_byte + all / p * (p - 1) * out.reduce_ns_per_byte;
+  const double bare = 1e9 * t_rounds / rounds, per_round = (1e9 * t_step - work) / step_rounds;
+  out.round_ns = per_round > 0 ? per_round : bare;
+  int wr = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  if (wr == 0)
+    std::fprintf(stderr, "hier-tune: shm: a %d-round reduce-scatter step %.2f ms (copies and folds %.2f ms): %.0f us a round; a bare flag round %.0f us\n",
+                 step_rounds, 1e3 * t_step, work / 1e6, per_round / 1e3, bare / 1e3);
   out.single_ns_per_byte = t_single < 0 ? -1 : 1e9 * t_single / (static_cast<double>(half) * (p - 1));
   out.members = p;
   // Node 0's figures are the file's (rank 0 writes it).
