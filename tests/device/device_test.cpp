@@ -49,6 +49,12 @@ std::vector<int> data(size_t n, int salt) {
 
 constexpr int kN = 1024;
 
+// FAKE_GPU_AWARE=1: the stand-in MPI takes device pointers (used by the MPI 4 tests only).
+[[maybe_unused]] bool mpi_gpu_aware() {
+  const char* v = std::getenv("FAKE_GPU_AWARE");
+  return v && v[0] == '1';
+}
+
 TEST(Device, A_Setup) {
   if (const char* late = std::getenv("FAKE_GPU_LATE")) {
     // The first in-window collective on MPI_COMM_WORLD agrees on "no GPU anywhere" ...
