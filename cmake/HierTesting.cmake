@@ -10,6 +10,12 @@
 #       EXPECT_OUTPUT: the run must also print a match (cmake/expect_output.cmake: exit status too).
 #   hier_mpi_command(out NP n [ENV ...] [NO_PRELOAD] -- cmd...)
 #       The launcher command line, for tests that are scripts.
+#   hier_test_ranks(test... RANKS n)
+#       ctest's PROCESSORS for tests that start n ranks: n, at most HIER_TEST_CORES (the cores of
+#       the machine that configured). Ranks beyond the cores only share them, so such a test
+#       keeps the machine busy whatever its n; tools/test.sh runs ctest with one slot more than
+#       the cores, which a test of PROCESSORS 1 (mostly waiting: the hang tests' watchdog
+#       limits, the report checks) takes beside it. A test that must run alone says RUN_SERIAL.
 #   Under MPICH every rank also preloads tests/support/yield_when_idle.c (HIER_TEST_YIELD): a
 #   waiting rank yields its core instead of busy-polling it, as Open MPI's ranks already do when
 #   oversubscribed; the tests run ~4x faster on 2 cores and check the same results.
@@ -30,6 +36,18 @@ if(HIER_TEST_YIELD)
 else()
   set(HIER_TEST_PRELOAD "")
 endif()
+
+cmake_host_system_information(RESULT _hier_cores QUERY NUMBER_OF_LOGICAL_CORES)
+set(HIER_TEST_CORES ${_hier_cores} CACHE STRING "The most ctest PROCESSORS an MPI test claims (hier_test_ranks)")
+
+function(hier_test_ranks)
+  cmake_parse_arguments(A "" "RANKS" "" ${ARGN})
+  set(n ${A_RANKS})
+  if(n GREATER HIER_TEST_CORES)
+    set(n ${HIER_TEST_CORES})
+  endif()
+  set_tests_properties(${A_UNPARSED_ARGUMENTS} PROPERTIES PROCESSORS ${n})
+endfunction()
 
 function(hier_mpi_command out)
   cmake_parse_arguments(A "NO_PRELOAD" "NP" "ENV;COMMAND" ${ARGN})
@@ -105,7 +123,8 @@ function(hier_add_mpi_test)
     endif()
     set(t mpi.${A_NAME}${tag}.np${np})
     add_test(NAME ${t} COMMAND ${cmd})
-    set_tests_properties(${t} PROPERTIES LABELS mpi PROCESSORS ${np})
+    set_tests_properties(${t} PROPERTIES LABELS mpi)
+    hier_test_ranks(${t} RANKS ${np})
     if(A_TIMEOUT)
       set_tests_properties(${t} PROPERTIES TIMEOUT ${A_TIMEOUT})
     endif()

@@ -114,7 +114,9 @@ def gen_fn_header(funcs):
     out += ["  Count", "};\n",
             "inline constexpr const char* kFnNames[] = {"]
     out += [f'  "{f.name}",' for f in funcs]
-    out += ["};\n", "enum class Family : uint8_t { " + ", ".join(x.capitalize() for x in fams) + " };\n",
+    out += ["};\n", "// The name of a function by its number, \"?\" for a number no function has (a report read back).",
+            "constexpr const char* fn_name(int fn) { return fn >= 0 && fn < static_cast<int>(Fn::Count) ? kFnNames[fn] : \"?\"; }\n",
+            "enum class Family : uint8_t { " + ", ".join(x.capitalize() for x in fams) + " };\n",
             "inline constexpr Family kFnFamily[] = {"]
     out += [f"  Family::{f.family.capitalize()}," for f in funcs]
     out += ["};\n", "// The function a large-count variant belongs to (itself otherwise).",

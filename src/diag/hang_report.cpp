@@ -12,8 +12,6 @@ namespace hier::diag {
 
 namespace {
 
-const char* fn_name(int fn) { return fn >= 0 && fn < static_cast<int>(Fn::Count) ? kFnNames[fn] : "?"; }
-
 std::string sig_text(const std::string& fn, long long count, int root) {
   std::string s = fn + "(count " + std::to_string(count);
   if (root >= 0) s += ", root " + std::to_string(root);

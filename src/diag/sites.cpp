@@ -190,7 +190,7 @@ struct Site {
   bool aligned = true;  // one entry only: its window is the site's last calls
 };
 
-std::mutex g_mu;
+std::mutex g_sites_mu;
 bool g_finalized = false;
 std::vector<Site> g_sites;  // this rank's, resolved
 uint64_t g_dropped = 0;
@@ -201,8 +201,6 @@ uint64_t fnv(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   return h;
 }
-
-const char* fn_name(int fn) { return fn >= 0 && fn < static_cast<int>(Fn::Count) ? kFnNames[fn] : "?"; }
 
 // This rank's call sites, resolved to file:line (addr2line) and merged by (function, site).
 std::vector<Site> collect_sites(uint64_t& dropped) {
@@ -402,16 +400,16 @@ void sites_init(bool report_here, bool watchdog_on) {
   int want = report_here || watchdog_on ? 1 : 0;
   if (PMPI_Allreduce(MPI_IN_PLACE, &want, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS || !want) return;
   base::add_report_section("call_sites", [] {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_sites_mu);
     if (!g_finalized) g_sites = collect_sites(g_dropped);  // at exit, without MPI_Finalize
     return call_sites_json(g_sites, g_dropped);
   });
   base::add_report_section("stragglers", [] {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_sites_mu);
     return g_stragglers.empty() ? std::string("null") : g_stragglers;
   });
   base::add_report_section("collective_check", [] {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_sites_mu);
     return g_check.empty() ? std::string("null") : g_check;
   });
   g_diag_on = true;
@@ -432,7 +430,7 @@ void sites_finalize() {
   // Whatever fails here, this rank still takes part in the gather below (with what it has):
   // the other ranks are waiting in it.
   try {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_sites_mu);
     g_sites = collect_sites(g_dropped);
     g_finalized = true;
     auto* h = reinterpret_cast<Header*>(mine);
@@ -485,14 +483,14 @@ void sites_finalize() {
   PMPI_Comm_free(&c);
   if (!room) rc = MPI_ERR_NO_MEM;
   if (rc != MPI_SUCCESS || rank != 0) {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_sites_mu);
     if (rank != 0) g_stragglers = g_check = R"({"on_rank": 0})";
     return;
   }
   for (int r = 0; r < size; ++r)
     if (header_of(all, rec, r).version != 1) return;  // a rank could not prepare its record
   std::string st = stragglers_json(all, rec, size, names), ck = check_json(all, rec, size);
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_sites_mu);
   g_stragglers = std::move(st);
   g_check = std::move(ck);
 }

@@ -231,8 +231,6 @@ CommWatch* comm_by_key(uint64_t key) {
 
 std::string clean(const std::string& s) { return clean_text(s); }
 
-const char* fn_name(int fn) { return fn >= 0 && fn < static_cast<int>(Fn::Count) ? kFnNames[fn] : "?"; }
-
 // This rank's answer to "where are you with communicator `key`?": tab-separated fields.
 //  known seq_on_comm sig_at_asked_seq in_call fn call_key call_seq count root elapsed_ms site doing in_mpi
 // (rank and pid travel in the side channel's own header). `brief`: only whether and where this

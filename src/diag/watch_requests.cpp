@@ -23,7 +23,7 @@ struct Pending : PendingCall {
 // More outstanding collective requests than this are not watched (the list is searched linearly).
 constexpr size_t kMaxPending = 1024;
 
-std::mutex g_mu;
+std::mutex g_pending_mu;
 std::vector<Pending> g_pending;
 uint64_t g_next_id = 1;
 
@@ -76,7 +76,7 @@ void StartScope::begin(int fn, MPI_Comm comm, int64_t count, int root, const voi
 
 void StartScope::keep(const MPI_Request* req) noexcept {
   if (!req || *req == MPI_REQUEST_NULL) return;
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_pending_mu);
   try {
     Pending* p = keep_locked(*req);
     if (!p) return;
@@ -94,7 +94,7 @@ void watch_persistent_made(int fn, MPI_Comm comm, int64_t count, int root, const
   if (!req || *req == MPI_REQUEST_NULL) return;
   CommWatch* w = watch_comm(comm);
   if (!w) return;
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_pending_mu);
   Pending* p = keep_locked(*req);
   if (!p) return;
   p->comm = w;
@@ -105,7 +105,7 @@ void watch_persistent_made(int fn, MPI_Comm comm, int64_t count, int root, const
 }
 
 void RequestScope::begin(int fn, int n, MPI_Request* r, const void* ra) noexcept {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_pending_mu);
   if (g_pending.empty() || !r) return;
   const Fn b = base_of(static_cast<Fn>(fn));
   const bool starts = b == Fn::Start || b == Fn::Startall;
@@ -133,7 +133,7 @@ void RequestScope::begin(int fn, int n, MPI_Request* r, const void* ra) noexcept
 }
 
 void RequestScope::end() noexcept {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_pending_mu);
   for (const auto& [i, h] : watched_) {
     const bool done = all_ || r_[i] == MPI_REQUEST_NULL || std::find(done_.begin(), done_.end(), i) != done_.end();
     if (!done) continue;
@@ -151,7 +151,7 @@ void RequestScope::end() noexcept {
 
 std::vector<PendingCall> waiting_requests() {
   std::vector<PendingCall> out;
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_pending_mu);
   for (const Pending& p : g_pending) {
     if (!p.seq || !p.t0_ns) continue;
     out.push_back(p);  // sliced to the PendingCall it is

@@ -38,7 +38,7 @@ struct Owned {
   DeviceMessage device;    // set: a packed receive unpacked on the device (own_device_message)
 };
 
-std::mutex g_mu;
+std::mutex g_requests_mu;
 // A multimap: a send that completes at once may get a shared, pre-completed handle (MPICH's
 // lightweight requests, Open MPI's ompi_request_empty for inline sends), so several owned
 // sends can have one handle value. Any of them may be finished by any completion of that
@@ -56,7 +56,7 @@ void finish(Owned& o, const MPI_Status& st, int err);
 void finish_detached() {
   std::vector<std::pair<MPI_Request, Owned>> d;
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_requests_mu);
     d.swap(g_detached);
   }
   for (auto& [r, o] : d) {
@@ -70,14 +70,14 @@ void finish_detached() {
 
 void insert(MPI_Request r, Owned o) {
   std::call_once(g_hook_once, [] { base::add_finalize_hook([] { finish_detached(); stage_trim(); }); });
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_requests_mu);
   g_table.emplace(r, std::move(o));
   g_owned.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool take(MPI_Request r, Owned& o) {
   if (r == MPI_REQUEST_NULL) return false;
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_requests_mu);
   auto it = g_table.find(r);
   if (it == g_table.end()) return false;
   o = std::move(it->second);
@@ -106,7 +106,7 @@ void finish(Owned& o, const MPI_Status& st, int err) {
 }
 
 void put_back(MPI_Request r, Owned o) {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_requests_mu);
   g_table.emplace(r, std::move(o));
   g_owned.fetch_add(1, std::memory_order_relaxed);
 }
@@ -119,7 +119,7 @@ struct Taken {
 
 // One lock for the whole array (a halo exchange completes 52 requests in one Waitall).
 bool take_all(int n, MPI_Request* r, Taken& t) {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_requests_mu);
   for (int i = 0; i < n; ++i) {
     if (r[i] == MPI_REQUEST_NULL) continue;
     auto it = g_table.find(r[i]);
@@ -289,7 +289,7 @@ std::optional<int> request_free(MPI_Request* r) {
     return MPI_SUCCESS;
   }
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_requests_mu);
     g_detached.emplace_back(h, std::move(o));
     g_ndetached.fetch_add(1, std::memory_order_relaxed);
     g_owned.fetch_add(1, std::memory_order_relaxed);  // keeps the progress calls coming
@@ -302,7 +302,7 @@ void progress_detached() {
   if (g_ndetached.load(std::memory_order_relaxed) == 0) return;
   std::vector<std::pair<MPI_Request, Owned>> d;
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_requests_mu);
     d.swap(g_detached);
   }
   std::vector<std::pair<MPI_Request, Owned>> keep;
@@ -318,7 +318,7 @@ void progress_detached() {
       keep.emplace_back(r, std::move(o));
     }
   }
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_requests_mu);
   for (auto& e : keep) g_detached.push_back(std::move(e));
 }
 

@@ -15,7 +15,7 @@ constexpr size_t kMaxKept = size_t{64} << 20;     // keep at most 64 MiB of idle
 // them on every exchange. The 64 MiB cap bounds the total.
 constexpr size_t kPerClass = 64;
 
-std::mutex g_mu;
+std::mutex g_staging_mu;
 std::vector<Staging> g_free[64];
 size_t g_kept = 0;
 
@@ -29,7 +29,7 @@ size_t class_of(size_t bytes) {
 Staging stage_acquire(size_t bytes) {
   const size_t c = class_of(bytes);
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_staging_mu);
     if (!g_free[c].empty()) {
       Staging s = g_free[c].back();
       g_free[c].pop_back();
@@ -44,7 +44,7 @@ Staging stage_acquire(size_t bytes) {
 void stage_release(Staging s) {
   if (!s.p) return;
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_staging_mu);
     const size_t c = class_of(s.cap);
     if (g_free[c].size() < kPerClass && g_kept + s.cap <= kMaxKept) {
       g_free[c].push_back(s);
@@ -56,7 +56,7 @@ void stage_release(Staging s) {
 }
 
 void stage_trim() {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_staging_mu);
   for (auto& v : g_free) {
     for (Staging& s : v) std::free(s.p);
     v.clear();

@@ -83,13 +83,6 @@ std::unique_ptr<CollRequest> typed_request(Coll coll, const Prepared& p, std::sh
   return r;
 }
 
-int comm_size(MPI_Comm comm) {
-  int inter = 0, size = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
-  PMPI_Comm_size(comm, &size);
-  return size;
-}
-
 // Allgather and allgatherv: counts/displs in elements of the receive type.
 std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                               const std::vector<int64_t>& counts, const std::vector<int64_t>* displs,
@@ -192,7 +185,7 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
 
 std::optional<Ran> allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
-  const int size = comm_size(comm);
+  const int size = intracomm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
   if (!may_rewrite(Coll::Allgather, recvtype, int64_t{recvcount} * size)) return std::nullopt;
   return gather_all(Coll::Allgather, sendbuf, sendcount, sendtype, recvbuf, std::vector<int64_t>(size, recvcount),
@@ -202,7 +195,7 @@ std::optional<Ran> allgather(const void* sendbuf, int sendcount, MPI_Datatype se
 std::optional<Ran> allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
                               MPI_Request* req) {
-  const int size = comm_size(comm);
+  const int size = intracomm_size(comm);
   if (size < 2 || !recvcounts || !displs) return std::nullopt;
   std::vector<int64_t> counts(recvcounts, recvcounts + size), disp(displs, displs + size);
   for (int64_t c : counts)
@@ -303,7 +296,7 @@ std::optional<Ran> barrier(MPI_Comm comm, MPI_Request* req) {
 
 std::optional<Ran> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
                             MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* req) {
-  const int size = comm_size(comm);
+  const int size = intracomm_size(comm);
   if (size < 2 || recvcount <= 0 || !may_rewrite(Coll::Alltoall, recvtype, int64_t{recvcount} * size)) return std::nullopt;
   const TypeInfo rt = type_info(recvtype);
   if (!rt.ok) return std::nullopt;
@@ -371,7 +364,7 @@ struct Rooted {
 std::optional<Rooted> rooted(Coll coll, const void* own_buf, int own_count, MPI_Datatype own_type,
                              int other_count, MPI_Datatype other_type, int root, MPI_Comm comm) {
   Rooted x;
-  x.size = comm_size(comm);
+  x.size = intracomm_size(comm);
   if (x.size < 2 || root < 0 || root >= x.size) return std::nullopt;  // PMPI reports a bad root
   PMPI_Comm_rank(comm, &x.rank);
   x.is_root = x.rank == root;

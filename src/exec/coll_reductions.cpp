@@ -162,18 +162,11 @@ std::optional<Ran> reduce_scatter_counts(Coll coll, const void* sendbuf, void* r
   return run_elements(*p, s, sendbuf, recvbuf, t, op, coll, req);
 }
 
-int comm_size(MPI_Comm comm) {
-  int inter = 0, size = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
-  PMPI_Comm_size(comm, &size);
-  return size;
-}
-
 }  // namespace
 
 std::optional<Ran> reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                                         MPI_Op op, MPI_Comm comm, MPI_Request* req) {
-  const int size = comm_size(comm);
+  const int size = intracomm_size(comm);
   if (size < 2 || recvcount <= 0) return std::nullopt;
   if (!may_rewrite(Coll::ReduceScatterBlock, type, int64_t{recvcount} * size)) return std::nullopt;
   return reduce_scatter_counts(Coll::ReduceScatterBlock, sendbuf, recvbuf, std::vector<int64_t>(size, recvcount),
@@ -182,7 +175,7 @@ std::optional<Ran> reduce_scatter_block(const void* sendbuf, void* recvbuf, int 
 
 std::optional<Ran> reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type,
                                   MPI_Op op, MPI_Comm comm, MPI_Request* req) {
-  const int size = comm_size(comm);
+  const int size = intracomm_size(comm);
   if (size < 2 || !recvcounts) return std::nullopt;
   std::vector<int64_t> counts(recvcounts, recvcounts + size);
   for (int64_t c : counts)

@@ -19,7 +19,7 @@
 namespace hier::exec {
 namespace {
 
-std::mutex g_mu;
+std::mutex g_contexts_mu;
 int g_keyval = MPI_KEYVAL_INVALID;
 std::vector<Context*> g_live;                 // for the finalize hook and the census
 std::map<std::string, long> g_shapes;          // report: shape description -> communicators
@@ -30,7 +30,7 @@ long g_created = 0;                            // report: contexts ever created
 std::atomic<MPI_Comm> g_entered{MPI_COMM_NULL};
 
 void unregister(Context* c) {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
   std::erase(g_live, c);
 }
 
@@ -50,18 +50,18 @@ void on_finalize() {
   std::vector<MPI_Comm> comms;
   int keyval;
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_contexts_mu);
     for (Context* c : g_live) comms.push_back(c->comm);
     keyval = g_keyval;
   }
   for (MPI_Comm c : comms) PMPI_Comm_delete_attr(c, keyval);
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
   if (g_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&g_keyval);
   g_keyval = MPI_KEYVAL_INVALID;
 }
 
 std::string topology_report() {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
   nlohmann::json j;
   j["levels"] = config::levels_to_string(config::get());
   nlohmann::json shapes = nlohmann::json::object();
@@ -76,7 +76,7 @@ std::string topology_report() {
 }
 
 int keyval() {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
   if (g_keyval == MPI_KEYVAL_INVALID) {
     // Null copy function: a duplicate gets its own levels on first use, not a shared pointer.
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_context, &g_keyval, nullptr);
@@ -127,7 +127,7 @@ Context* create(MPI_Comm comm, int kv) {
   }
   Context* raw = c.release();
   {
-    std::lock_guard<std::mutex> lk(g_mu);
+    std::lock_guard<std::mutex> lk(g_contexts_mu);
     g_live.push_back(raw);
     ++g_created;
   }
@@ -165,7 +165,7 @@ void build(Context* c) {
                            : failed    ? "level communicators failed (flat)"
                                        : "one level (flat)";
   if (c->levels) HIER_INFO("topo", "communicator of %d ranks: %s", size, desc.c_str());
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
   ++g_shapes[std::to_string(size) + " ranks: " + desc];
 }
 
@@ -209,7 +209,7 @@ GpuPath gpu_path(MPI_Comm comm, bool* bind_device) {
 }
 
 Census census() {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_contexts_mu);
   Census n;
   for (Context* c : g_live) {
     ++n.contexts;

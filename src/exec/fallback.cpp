@@ -21,7 +21,7 @@ struct Counts {
 };
 std::array<Counts, static_cast<size_t>(Acquire::Count)> g_counts;
 
-std::string report() {
+std::string fallbacks_report() {
   nlohmann::json j = nlohmann::json::object();
   for (size_t i = 0; i < g_counts.size(); ++i) {
     const uint64_t l = g_counts[i].local.load(), r = g_counts[i].remote.load();
@@ -33,7 +33,7 @@ std::string report() {
 }  // namespace
 
 void note_fallback(Acquire point, bool local) {
-  static const bool registered = (base::add_report_section("fallbacks", report), true);
+  static const bool registered = (base::add_report_section("fallbacks", fallbacks_report), true);
   (void)registered;
   Counts& c = g_counts[static_cast<size_t>(point)];
   (local ? c.local : c.remote).fetch_add(1, std::memory_order_relaxed);

@@ -204,4 +204,11 @@ bool reorderable(MPI_Op op, const TypeInfo& t) {
   return commute != 0;
 }
 
+int intracomm_size(MPI_Comm comm) {
+  int inter = 0, size = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter) return 0;
+  PMPI_Comm_size(comm, &size);
+  return size;
+}
+
 }  // namespace hier::exec

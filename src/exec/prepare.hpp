@@ -61,4 +61,8 @@ bool predefined_op(MPI_Op op);
 // a committed type with positive size and extent.
 bool reorderable(MPI_Op op, const TypeInfo& t);
 
+// The size of an intracommunicator; 0 for MPI_COMM_NULL or an intercommunicator (which the
+// hierarchical collectives leave to PMPI).
+int intracomm_size(MPI_Comm comm);
+
 }  // namespace hier::exec

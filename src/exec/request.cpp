@@ -59,7 +59,7 @@ struct Stat {
 std::array<Stat, static_cast<size_t>(config::Coll::Count)> g_stats;
 std::atomic<uint64_t> g_thread_rounds{0};
 
-std::string report() {
+std::string nonblocking_report() {
   nlohmann::json j = nlohmann::json::object();
   for (size_t c = 0; c < g_stats.size(); ++c)
     if (const uint64_t n = g_stats[c].requests.load())
@@ -280,7 +280,7 @@ namespace engine {
 void setup_once() {
   static std::once_flag once;
   std::call_once(once, [] {
-    base::add_report_section("nonblocking", report);
+    base::add_report_section("nonblocking", nonblocking_report);
     base::add_finalize_hook(at_finalize);
   });
   if (!config::get().progress_thread) return;

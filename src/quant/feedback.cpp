@@ -10,7 +10,7 @@
 namespace hier::quant {
 namespace {
 
-std::mutex g_mu;
+std::mutex g_feedback_mu;
 
 // Shared with the calls that use it: a request holds its site's residual until it completes, so
 // that a later call replacing the site's memory (another size) never frees it under the request.
@@ -40,7 +40,7 @@ uint64_t g_residual_refused = 0, g_feedback_calls = 0;
 // At MPI_Finalize (after the report): the residuals in an allocator's memory go back to it while
 // its module is surely still there (a request not yet freed keeps its own until it is).
 void release_allocated() {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_feedback_mu);
   for (auto it = g_residuals.begin(); it != g_residuals.end();) {
     if (!it->second.where) {
       ++it;
@@ -60,7 +60,7 @@ std::shared_ptr<char[]> residual(const Site& site, int64_t bytes, const Residual
     static const bool hooked = (base::add_finalize_hook(release_allocated), true);
     (void)hooked;
   }
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_feedback_mu);
   auto it = g_residuals.find(site);
   if (it != g_residuals.end() && it->second.bytes == bytes && it->second.where == where) {
     ++g_feedback_calls;
@@ -86,7 +86,7 @@ std::shared_ptr<char[]> residual(const Site& site, int64_t bytes, const Residual
 }
 
 FeedbackTotals feedback_totals() {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_feedback_mu);
   return {g_residual_bytes, g_residuals.size(), g_feedback_calls, g_residual_refused};
 }
 

@@ -15,7 +15,7 @@ namespace {
 using config::Coll;
 
 // One mutex: quantized calls are large.
-std::mutex g_mu;
+std::mutex g_stats_mu;
 
 struct CollStats {
   uint64_t calls = 0, int8 = 0, int4 = 0;
@@ -39,7 +39,7 @@ std::map<std::pair<const void*, Coll>, uint64_t> g_check_counters;
 
 std::string report() {
   const FeedbackTotals fb = feedback_totals();
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_stats_mu);
   nlohmann::json j = nlohmann::json::object();
   nlohmann::json colls = nlohmann::json::object();
   for (const auto& [c, st] : g_stats) {
@@ -89,7 +89,7 @@ void register_report() {
 void note_call(Coll c, int bits, int64_t exact_bytes, int64_t sent_bytes, double quant_ns, double exact_ns,
                bool request) {
   register_report();
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_stats_mu);
   CollStats& st = g_stats[c];
   ++st.calls;
   ++(bits == 8 ? st.int8 : st.int4);
@@ -103,12 +103,12 @@ void note_call(Coll c, int bits, int64_t exact_bytes, int64_t sent_bytes, double
 bool check_this_call(const void* ctx, Coll c) {
   const int every = config::get().quant_check_every;
   if (every <= 0) return false;
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_stats_mu);
   return g_check_counters[{ctx, c}]++ % static_cast<uint64_t>(every) == 0;
 }
 
 void note_check_error(const Site& site, double mabs, double rel) {
-  std::lock_guard<std::mutex> lk(g_mu);
+  std::lock_guard<std::mutex> lk(g_stats_mu);
   CollStats& st = g_stats[std::get<1>(site)];
   ++st.checked;
   st.max_abs = std::max(st.max_abs, mabs);

@@ -8,7 +8,7 @@ namespace hier::sched {
 
 namespace {
 int64_t pieces(int64_t units, int64_t align) { return align <= 1 ? units : (units + align - 1) / align; }
-int64_t align64(int64_t b) { return (b + 63) / 64 * 64; }
+int64_t round_up_64(int64_t b) { return (b + 63) / 64 * 64; }
 }  // namespace
 
 int chunk_count(int64_t units, int64_t bytes, int64_t chunk_bytes, int64_t align) {
@@ -49,7 +49,7 @@ Schedule pipeline(int64_t units, int chunks, const std::function<Schedule(int64_
     }
     // This chunk's own regions: scratch and residual (units) and records (bytes, 64-aligned).
     const int64_t scratch_base = out.scratch, residual_base = out.residual;
-    const int64_t records_base = one.records > 0 ? align64(out.records) : out.records;
+    const int64_t records_base = one.records > 0 ? round_up_64(out.records) : out.records;
     out.scratch += one.scratch;
     out.residual += one.residual;
     if (one.records > 0) out.records = records_base + one.records;

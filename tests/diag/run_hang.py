@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--mpi", required=True)
     ap.add_argument("--mpiexec", required=True)
     ap.add_argument("--lib", required=True)
+    ap.add_argument("--test-preload", default="", help="preloaded after LIB (cmake/HierTesting.cmake's "
+                    "HIER_TEST_PRELOAD: MPICH's waiting ranks then yield their core to the tests beside)")
     ap.add_argument("--exe", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--launcher", default="", help="extra launcher arguments (cluster runs)")
@@ -96,7 +98,8 @@ def main():
         fail(f"mode {a.mode} is not run on the cluster (it needs launcher options)")
 
     tmp = tempfile.mkdtemp(prefix=f"hier-hang-{a.mode}-")
-    env_vars = {"LD_PRELOAD": a.lib, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
+    preload = f"{a.lib}:{a.test_preload}" if a.test_preload else a.lib
+    env_vars = {"LD_PRELOAD": preload, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
     if a.mode == "isleep_thread":  # (hang.c asks for MPI_THREAD_MULTIPLE in this mode)
         env_vars["HIER_PROGRESS"] = "thread"
     if a.mode == "hostile":
@@ -134,7 +137,7 @@ def main():
     if a.cluster:  # minicluster passes the caller's HIER_* variables to the ranks, LD_PRELOAD by --preload
         mc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "minicluster")
         cmd = ["/usr/bin/python3", mc, "--name", a.cluster, "run", "--mpi", a.mpi, "--np", str(NP),
-               "--timeout", "80", "--preload", a.lib, "--", a.exe, a.mode, sleep_s, go, wake]
+               "--timeout", "80", "--preload", preload, "--", a.exe, a.mode, sleep_s, go, wake]
         env.update({k: v for k, v in env_vars.items() if k != "LD_PRELOAD"})
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
