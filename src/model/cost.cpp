@@ -323,12 +323,6 @@ double measured_step_ns(const LevelParams& lp, config::Coll coll, double bytes) 
   return hi.ns + slope * (bytes - hi.bytes);
 }
 
-int64_t total(const std::vector<int64_t>& v) {
-  int64_t t = 0;
-  for (int64_t x : v) t += x;
-  return t;
-}
-
 // MPI_Scatterv / MPI_Gatherv as both MPIs run them: linearly, the root exchanging each member's
 // piece with it (one flow at a time: only the root sends or receives). Sequential (Open MPI's
 // blocking sends): a message after another, each paying its latency (on an oversubscribed node
@@ -462,7 +456,7 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
   };
   switch (st.kind) {
     case Kind::ReduceScatter: {
-      const double in = static_cast<double>(total(st.counts) * ub);
+      const double in = static_cast<double>(counts_total(st.counts) * ub);
       // (libhier's own direct exchange, not the MPI's collective: the rounds model; the
       // executor's decision, sched::direct_reduce_scatter, on the thresholds the model's
       // schedules carry, which are the model's: build_for, build_quant)
@@ -473,7 +467,7 @@ double step_cost(const sched::Step& st, int rank, const topo::Shape& s, const Mo
     case Kind::Allreduce: return measured_or(Coll::Allreduce, count, Coll::Allreduce, Op::Allreduce);
     case Kind::Allgather: return measured_or(Coll::Allgather, count * members, Coll::Allgather, Op::Allgather);
     case Kind::Allgatherv: {
-      const double all = static_cast<double>(total(st.counts) * ub);
+      const double all = static_cast<double>(counts_total(st.counts) * ub);
       if (sched::padded_allgatherv(st, ub, m.padded_agv_from)) {
         const double most = static_cast<double>(*std::max_element(st.counts.begin(), st.counts.end()) * ub);
         return measured_or(Coll::Allgather, most * members, Coll::Allgather, Op::Allgather);

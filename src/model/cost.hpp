@@ -27,6 +27,13 @@
 
 namespace hier::model {
 
+// The sum of a step's per-member counts (cost.cpp and cost_device.cpp).
+inline int64_t counts_total(const std::vector<int64_t>& v) {
+  int64_t t = 0;
+  for (int64_t x : v) t += x;
+  return t;
+}
+
 // The operation a collective (or a level step) performs, for costing.
 enum class Op : uint8_t { Allreduce, ReduceScatter, Allgather, Bcast, Reduce, Barrier, Alltoall, Scatter, Gather };
 Op op_of(config::Coll c);

@@ -2,15 +2,12 @@
 #include "model/cost_device.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 namespace hier::model {
 
 namespace {
 
 using sched::Kind;
-
-int64_t total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
 
 // The bytes a staged message step copies device -> host before its PMPI call (in) and back
 // after it (out), on this rank: the step's reads and writes as exec/device_stage.cpp mirrors
@@ -21,7 +18,7 @@ struct Staged {
 
 Staged staged_bytes(const sched::Step& st, int members, int64_t ub) {
   const double n = static_cast<double>(st.count * ub), p = std::max(members, 1);
-  const double all = static_cast<double>(total(st.counts) * ub);
+  const double all = static_cast<double>(counts_total(st.counts) * ub);
   switch (st.kind) {
     case Kind::Allreduce:
     case Kind::Reduce: return {n, n};
@@ -30,7 +27,7 @@ Staged staged_bytes(const sched::Step& st, int members, int64_t ub) {
     case Kind::Allgatherv: return {all / p, all};
     case Kind::Bcast: return {n, n};
     case Kind::Alltoall: return {n * p, n * p};
-    case Kind::Alltoallv: return {static_cast<double>(total(st.counts) * ub), static_cast<double>(total(st.rcounts) * ub)};
+    case Kind::Alltoallv: return {static_cast<double>(counts_total(st.counts) * ub), static_cast<double>(counts_total(st.rcounts) * ub)};
     case Kind::Scatterv:
     case Kind::Gatherv: return {all, all};
     case Kind::Send: return {n, 0};
