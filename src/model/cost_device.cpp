@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "model/cost.hpp"
+
 namespace hier::model {
 
 namespace {
