@@ -30,6 +30,9 @@ struct UserBuf {
   bool written;       // results land here
   int root = -1;      // >= 0: used only at that rank (the MPI ignores it elsewhere)
   int64_t offset = 0; // bytes from the pointer to the staged elements' start (a Span's lo)
+  // The first byte the call touches (where the buffer's memory kind is asked: a v-form's pointer
+  // itself may lie outside the allocation its blocks are in).
+  const void* first() const { return static_cast<const char*>(*slot) + offset; }
 };
 
 // The bytes the blocks of a v- or w-form's buffer touch, [lo, hi) from its address: block i is
@@ -67,7 +70,7 @@ struct Shape {
     device::MemKind k = device::MemKind::Host;
     if (device::runtime() == device::Runtime::None) return k;  // the common case: no query
     for (int i = 0; i < n; ++i)
-      if (used(i)) k = device::worst(k, device::classify(*buf[i].slot));
+      if (used(i)) k = device::worst(k, device::classify(buf[i].first()));
     return k;
   }
 };
@@ -284,7 +287,7 @@ class Staged {
  public:
   explicit Staged(Shape& s) : s_(s) {
     for (int i = 0; i < s.n; ++i) {
-      if (!s.used(i) || device::classify(*s.buf[i].slot) == device::MemKind::Host) continue;
+      if (!s.used(i) || device::classify(s.buf[i].first()) == device::MemKind::Host) continue;
       dev_[i] = *s.buf[i].slot;
       st_[i].emplace(at(dev_[i], s.buf[i].offset), s.buf[i].count, s.buf[i].type);
       if (st_[i]->rc() != MPI_SUCCESS) {
@@ -295,6 +298,14 @@ class Staged {
     }
   }
   int rc() const { return rc_; }
+  // Restores the user's pointers without copying anything back (the copies are dropped).
+  void cancel() {
+    for (int i = 0; i < s_.n; ++i)
+      if (st_[i]) {
+        *s_.buf[i].slot = dev_[i];
+        st_[i].reset();
+      }
+  }
   // Copies results back and restores the user's pointers.
   int finish() {
     int rc = MPI_SUCCESS;
@@ -424,7 +435,7 @@ int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
   for (bool written : {true, false})
     for (int i = 0; i < s.n; ++i) {
       const UserBuf& b = s.buf[i];
-      if (b.written != written || !s.used(i) || device::classify(*b.slot) == device::MemKind::Host) continue;
+      if (b.written != written || !s.used(i) || device::classify(b.first()) == device::MemKind::Host) continue;
       MPI_Aint lb = 0;
       const int64_t span = device::span_bytes(b.type, b.count, &lb);
       if (span < 0) return MPI_ERR_TYPE;

@@ -94,6 +94,11 @@ Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Reques
 template <Fn B, class Fwd, class... Args>
 Outcome forwarded(Fwd& fwd, MPI_Request* req, Args... a) {
   if (device::runtime() == device::Runtime::None) return passthrough(fwd);
+  // An intercommunicator's counts are the remote group's, and its roots are not local ranks:
+  // left to the MPI as it is (its device buffers too).
+  int inter = 0;
+  if (PMPI_Comm_test_inter(std::get<sizeof...(Args) - 1>(std::tie(a...)), &inter) != MPI_SUCCESS || inter)
+    return passthrough(fwd);
   coll_device::Shape s = coll_device::forwarded_shape<B>(a...);
   const char *key = "", *staged_key = "staged";  // the report's (device/pointer.cpp, path_of)
 #define HIER_FORWARDED_COLL(blocking, nonblocking, kind, name) \
@@ -224,8 +229,15 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   auto ran = hierarchical<B>(req, a...);
   int rc = MPI_SUCCESS;
   diag::AlgoTag tag = diag::AlgoTag::Flat;
+  if (!ran && req) {
+    // Left flat, nonblocking: the MPI's own call on copies that live until it completes, so
+    // that it stays nonblocking (these copies go back at the return).
+    staged.cancel();
+    device::note_untouched(kind, "staged");
+    return {coll_device::start_on_copies<B>(s, req, a...), diag::AlgoTag::Flat};
+  }
   if (!ran) {
-    rc = coll_device::flat_on_host<B>(req, a...);  // the MPI may not take device pointers
+    rc = coll_device::flat_on_host<B>(nullptr, a...);  // the MPI may not take device pointers
   } else {
     // A nonblocking call runs to its end here: the staged copies must be copied back now.
     if (req && ran->rc == MPI_SUCCESS) exec::finish_now(*req);

@@ -14,6 +14,7 @@
 #include "core/dispatch_request.hpp"
 #include "core/wrap.hpp"
 #include "device/module.hpp"
+#include "device/pointer.hpp"
 #include "dtype/device_p2p.hpp"
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
@@ -109,15 +110,19 @@ int sendrecv_progressing(const void* sbuf, N scount, MPI_Datatype stype, int des
 }
 // MPI_Sendrecv_replace: the outgoing data packed into a copy first (the receive overwrites the
 // buffer), then both sides as MPI_Sendrecv's; MPI_PACKED matches the peer's type like the
-// elements it holds. No memory for the copy: the MPI's own call (which then cannot advance
-// libhier's requests, as before).
+// elements it holds. No memory for the copy, device memory, or a packed size beyond an int: the
+// MPI's own call (which then cannot advance libhier's requests, as before).
 template <class N>
 int sendrecv_replace_progressing(void* buf, N count, MPI_Datatype t, int dest, int stag, int source, int rtag,
                                  MPI_Comm comm, MPI_Status* st) {
   int bytes = 0;
   if constexpr (std::is_same_v<N, int>) {
-    if (int rc = PMPI_Pack_size(count, t, comm, &bytes); rc != MPI_SUCCESS) return rc;
-    std::unique_ptr<char[]> copy(new (std::nothrow) char[bytes > 0 ? bytes : 1]);
+    // Host memory only (MPI_Pack of device memory is the MPI's own business), and a size that
+    // fits MPI_Pack's int: otherwise the MPI's own call, as before.
+    const bool host = device::runtime() == device::Runtime::None || device::classify(buf) == device::MemKind::Host;
+    std::unique_ptr<char[]> copy;
+    if (host && PMPI_Pack_size(count, t, comm, &bytes) == MPI_SUCCESS && bytes >= 0)
+      copy.reset(new (std::nothrow) char[bytes > 0 ? bytes : 1]);
     if (copy) {
       int used = 0;
       if (int rc = PMPI_Pack(buf, count, t, copy.get(), bytes, &used, comm); rc != MPI_SUCCESS) return rc;
