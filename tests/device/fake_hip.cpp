@@ -1,6 +1,6 @@
 // The HIP runtime entry points libhier uses (libamdhip64.so.6), with their real signatures,
 // answered from the regions fake_gpu.cpp maps, as fake_cuda.cpp does for the CUDA driver: the
-// pointer query (ROCm 6's hipMemoryType values, or ROCm 5's under FAKE_HIP_VERSION=5xxxxxxx,
+// pointer query (ROCm 6's hipMemoryType values, or ROCm 5's where FAKE_HIP_VERSION is below 60000000,
 // which libhier reads through hipRuntimeGetVersion), and hipMemcpy (hipMemcpyDefault) through
 // the regions' read-write aliases. Preloaded so that libhier's dlopen(RTLD_NOLOAD) probe finds "a
 // HIP runtime in the process" (the path of a Frontier node).
