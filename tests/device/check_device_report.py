@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Checks the finalize report's "device" section of a device_buffers run (rank 0)."""
 import json
+import os
+import re
 import sys
 
 path, mode = sys.argv[1], sys.argv[2]
@@ -53,7 +55,12 @@ colls = ["allreduce", "reduce", "bcast", "allgather", "allgatherv", "reduce_scat
          "alltoall"]
 # The collectives libhier forwards to the MPI (src/core/forwarded_colls.def): handed to a GPU-aware
 # MPI (their own key), or run by the MPI on host copies ("staged_" + key) where it is not.
-forwarded = ["gatherv", "scatterv", "alltoallv", "alltoallw", "scan", "exscan"]
+# (read from that table, so that the two cannot drift apart)
+_def = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "core", "forwarded_colls.def")
+with open(_def) as _f:
+    forwarded = re.findall(r"^HIER_FORWARDED_COLL\([^,]+,[^,]+,[^,]+,\s*(\w+)\)", _f.read(), re.M)
+if not forwarded:  # a parse that found nothing would make the checks below vacuous
+    sys.exit(f"{_def}: no HIER_FORWARDED_COLL rows read")
 staged_forwarded = ["staged_" + k for k in forwarded]
 # Preloaded (GPU-aware MPI): collectives pass through (one count per call family); late: they
 # are staged; unaware (an MPI that is not GPU-aware): collectives, blocking p2p and MPI_Pack /
