@@ -1,5 +1,5 @@
 // Device buffers through libhier: every wrapped call that libhier may rewrite, given buffers in
-// "device memory" (fake_gpu.h: PROT_NONE outside the MPI), must give the MPI's own result and
+// "device memory" (fake_gpu.h: PROT_NONE for good), must give the MPI's own result and
 // never touch them with host code (a touch ends the run with "host access to device memory").
 // Modes (environment, tests/device/CMakeLists.txt):
 // - FAKE_GPU_AWARE=1, the stand-in CUDA driver preloaded: a GPU-aware MPI, so every communicator

@@ -5,8 +5,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-// Maps `bytes` of "device memory": PROT_NONE between PMPI calls, so any access by host code
-// outside the MPI faults (and the fault handler names it).
+// Maps `bytes` of "device memory": PROT_NONE for good, so any access by host code faults (and
+// the fault handler names it); the runtime's copies and the stand-in GPU-aware MPI go through a
+// read-write alias of the same pages (fake_gpu.cpp).
 void* fake_gpu_alloc(size_t bytes, int managed);
 // Unmaps an allocation of fake_gpu_alloc.
 void fake_gpu_free(void* p);

@@ -1,6 +1,6 @@
 // TEST_ON_DEVICE=1 (the device_* variants of tests/coll and tests/dtype): the call under
 // test gets each of its buffers as a copy in the stand-in runtime's "device memory"
-// (tests/device/fake_gpu.h: a region the host cannot touch outside the MPI), and what the call
+// (tests/device/fake_gpu.h: a region host code can never touch), and what the call
 // left there is copied back into the host vectors that the test then compares with PMPI's
 // result on host memory. So every case of these suites also runs on device buffers, through
 // whichever path libhier takes (its schedules bound to the device, staged, or host copies).
