@@ -4,6 +4,7 @@
 // communicator, and interleaved on two, completed by Wait (in reverse order on odd ranks),
 // Waitall, Waitany, Testsome and Test loops, mixed with plain MPI requests; buffers untouched
 // after completion; MPI_Request_free of an active request; MPI_Cancel; statuses.
+// TEST_ON_DEVICE=1 (the device_* variants): every call under test on device buffers (Mirror).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -21,7 +22,51 @@
 #include <thread>
 #include <vector>
 
+#include "../support/on_device.hpp"
+
 namespace {
+
+// TEST_ON_DEVICE=1: what a call under test gets for a host vector is a copy of it in the
+// stand-in runtime's device memory (tests/support/on_device.hpp), filled before the call starts
+// (to_device) and read back only once its request has completed (to_host), so that no result is
+// read from device memory early and the host never touches it in between; references (PMPI) and
+// comparisons stay on the host vectors. Off: get() is the vector's own memory, the copies nothing.
+template <class V>
+class Mirror {
+ public:
+  explicit Mirror(V& host) : host_(&host), bytes_(host.size() * sizeof(typename V::value_type)) {
+    if (const hier::test::DeviceFns* f = hier::test::device_fns()) {
+      dev_ = f->alloc(bytes_ ? bytes_ : 1, 0);
+      to_device();
+    }
+  }
+  ~Mirror() {
+    if (dev_) hier::test::device_fns()->release(dev_);
+  }
+  Mirror(const Mirror&) = delete;
+  Mirror& operator=(const Mirror&) = delete;
+  void* get() const { return dev_ ? dev_ : static_cast<void*>(host_->data()); }
+  void to_device() {
+    if (dev_) hier::test::device_fns()->copy(dev_, host_->data(), bytes_);
+  }
+  void to_host() {
+    if (dev_) hier::test::device_fns()->copy(host_->data(), dev_, bytes_);
+  }
+
+ private:
+  V* host_;
+  size_t bytes_;  // the vector's size when mirrored: it must not grow
+  void* dev_ = nullptr;
+};
+using Bytes = Mirror<std::vector<char>>;
+
+// NB_QUICK=1 (the device variants, which run every case once more): the two long sweeps
+// thinned so that each dimension's values still all occur (see Ialltoall, Irooted), and
+// ManyRounds shortened.
+bool quick() {
+  static const bool q = std::getenv("NB_QUICK") != nullptr;
+  return q;
+}
 
 int rank_of(MPI_Comm c) {
   int r = 0;
@@ -44,6 +89,12 @@ struct Op {
   MPI_Request req = MPI_REQUEST_NULL;
   std::function<int(MPI_Request*)> start;
   std::function<void()> reference;
+  // What start() hands the call for `in` and `got` (on device under TEST_ON_DEVICE=1).
+  std::unique_ptr<Bytes> d_in, d_got;
+  void* in_p() const { return d_in->get(); }
+  void* got_p() const { return d_got->get(); }
+  // The result into `got`: only once the request has completed.
+  void landed() { d_got->to_host(); }
 };
 
 int ival(int r, int64_t i) { return static_cast<int>((r * 131 + i * 17) % 201) - 100; }
@@ -81,7 +132,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got.assign(p->in.size(), 0x5A);
       p->ref = p->got;
       p->cmp_len = p->got.size();
-      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Iallreduce(p->in.data(), p->got.data(), static_cast<int>(n), t, MPI_SUM, comm, r); };
+      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Iallreduce(p->in_p(), p->got_p(), static_cast<int>(n), t, MPI_SUM, comm, r); };
       p->reference = [p, n, t, comm] { PMPI_Allreduce(p->in.data(), p->ref.data(), static_cast<int>(n), t, MPI_SUM, comm); };
       break;
     case 1:  // Iallreduce in place
@@ -90,7 +141,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got = p->in;
       p->ref = p->in;
       p->cmp_len = p->got.size();
-      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, p->got.data(), static_cast<int>(n), t, MPI_SUM, comm, r); };
+      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, p->got_p(), static_cast<int>(n), t, MPI_SUM, comm, r); };
       p->reference = [p, n, t, comm] { PMPI_Allreduce(MPI_IN_PLACE, p->ref.data(), static_cast<int>(n), t, MPI_SUM, comm); };
       break;
     case 2:  // Ireduce_scatter_block
@@ -99,7 +150,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got.assign(static_cast<size_t>(n) * es, 0x5A);
       p->ref = p->got;
       p->cmp_len = p->got.size();
-      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Ireduce_scatter_block(p->in.data(), p->got.data(), static_cast<int>(n), t, MPI_SUM, comm, r); };
+      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Ireduce_scatter_block(p->in_p(), p->got_p(), static_cast<int>(n), t, MPI_SUM, comm, r); };
       p->reference = [p, n, t, comm] { PMPI_Reduce_scatter_block(p->in.data(), p->ref.data(), static_cast<int>(n), t, MPI_SUM, comm); };
       break;
     case 3: {  // Ireduce_scatter, uneven counts (some zero)
@@ -111,7 +162,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got.assign(static_cast<size_t>(std::max((*rc)[rank], 1)) * es, 0x5A);
       p->ref = p->got;
       p->cmp_len = static_cast<size_t>((*rc)[rank]) * es;
-      p->start = [p, rc, t, comm](MPI_Request* r) { return MPI_Ireduce_scatter(p->in.data(), p->got.data(), rc->data(), t, MPI_SUM, comm, r); };
+      p->start = [p, rc, t, comm](MPI_Request* r) { return MPI_Ireduce_scatter(p->in_p(), p->got_p(), rc->data(), t, MPI_SUM, comm, r); };
       p->reference = [p, rc, t, comm] { PMPI_Reduce_scatter(p->in.data(), p->ref.data(), rc->data(), t, MPI_SUM, comm); };
       break;
     }
@@ -122,7 +173,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got.assign(p->in.size() * size, 0x5A);
       p->ref = p->got;
       p->cmp_len = p->got.size();
-      p->start = [p, n, comm](MPI_Request* r) { return MPI_Iallgather(p->in.data(), static_cast<int>(n), MPI_INT, p->got.data(), static_cast<int>(n), MPI_INT, comm, r); };
+      p->start = [p, n, comm](MPI_Request* r) { return MPI_Iallgather(p->in_p(), static_cast<int>(n), MPI_INT, p->got_p(), static_cast<int>(n), MPI_INT, comm, r); };
       p->reference = [p, n, comm] { PMPI_Allgather(p->in.data(), static_cast<int>(n), MPI_INT, p->ref.data(), static_cast<int>(n), MPI_INT, comm); };
       break;
     case 5: {  // Iallgatherv, uneven counts, gaps between blocks
@@ -140,7 +191,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->ref = p->got;
       p->cmp_len = p->got.size();
       p->start = [p, cd, rank, size, comm](MPI_Request* r) {
-        return MPI_Iallgatherv(p->in.data(), (*cd)[rank], MPI_INT, p->got.data(), cd->data(), cd->data() + size, MPI_INT, comm, r);
+        return MPI_Iallgatherv(p->in_p(), (*cd)[rank], MPI_INT, p->got_p(), cd->data(), cd->data() + size, MPI_INT, comm, r);
       };
       p->reference = [p, cd, rank, size, comm] {
         PMPI_Allgatherv(p->in.data(), (*cd)[rank], MPI_INT, p->ref.data(), cd->data(), cd->data() + size, MPI_INT, comm);
@@ -154,7 +205,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got = p->in;
       p->ref = p->in;
       p->cmp_len = p->got.size();
-      p->start = [p, n, root, comm](MPI_Request* r) { return MPI_Ibcast(p->got.data(), static_cast<int>(n), MPI_INT, root, comm, r); };
+      p->start = [p, n, root, comm](MPI_Request* r) { return MPI_Ibcast(p->got_p(), static_cast<int>(n), MPI_INT, root, comm, r); };
       p->reference = [p, n, root, comm] { PMPI_Bcast(p->ref.data(), static_cast<int>(n), MPI_INT, root, comm); };
       break;
     case 7:  // Ireduce (the result is defined at the root only)
@@ -163,7 +214,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got.assign(p->in.size(), 0x5A);
       p->ref = p->got;
       p->cmp_len = rank == root ? p->got.size() : 0;
-      p->start = [p, n, t, root, comm](MPI_Request* r) { return MPI_Ireduce(p->in.data(), p->got.data(), static_cast<int>(n), t, MPI_SUM, root, comm, r); };
+      p->start = [p, n, t, root, comm](MPI_Request* r) { return MPI_Ireduce(p->in_p(), p->got_p(), static_cast<int>(n), t, MPI_SUM, root, comm, r); };
       p->reference = [p, n, t, root, comm] { PMPI_Reduce(p->in.data(), p->ref.data(), static_cast<int>(n), t, MPI_SUM, root, comm); };
       break;
     case 8:  // Ialltoall (bytes: exact, doubles too)
@@ -173,7 +224,7 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       p->got.assign(p->in.size(), 0x5A);
       p->ref = p->got;
       p->cmp_len = p->got.size();
-      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Ialltoall(p->in.data(), static_cast<int>(n), t, p->got.data(), static_cast<int>(n), t, comm, r); };
+      p->start = [p, n, t, comm](MPI_Request* r) { return MPI_Ialltoall(p->in_p(), static_cast<int>(n), t, p->got_p(), static_cast<int>(n), t, comm, r); };
       p->reference = [p, n, t, comm] { PMPI_Alltoall(p->in.data(), static_cast<int>(n), t, p->ref.data(), static_cast<int>(n), t, comm); };
       break;
     case 9:  // Ibarrier (its semantics: Ibarrier.NoRankLeavesEarly)
@@ -183,6 +234,8 @@ std::unique_ptr<Op> make_op(int k, MPI_Comm comm, int salt) {
       break;
   }
   p->what += std::string(" ") + (dbl ? "double" : "int") + " count " + std::to_string(n) + " batch item " + std::to_string(k);
+  p->d_in = std::make_unique<Bytes>(p->in);
+  p->d_got = std::make_unique<Bytes>(p->got);
   return o;
 }
 
@@ -288,9 +341,13 @@ void batch(const std::vector<MPI_Comm>& comms, int nreq, How h, int salt) {
   EXPECT_EQ(back, rank);
   // Keep a copy: nothing may write the buffers once they are complete.
   std::vector<std::vector<char>> after;
-  for (auto& o : ops) after.push_back(o->got);
+  for (auto& o : ops) {
+    o->landed();
+    after.push_back(o->got);
+  }
   for (size_t k = 0; k < ops.size(); ++k) ops[k]->reference();  // blocking calls: progress, drains
   for (size_t k = 0; k < ops.size(); ++k) {
+    ops[k]->landed();  // (on device: what the device buffer holds now)
     check(*ops[k], comms[k % comms.size()]);
     EXPECT_TRUE(after[k] == ops[k]->got) << ops[k]->what << ": buffer changed after completion (" << name(h) << ")";
   }
@@ -330,6 +387,7 @@ TEST(Nonblocking, BlockingCallBetween) {
   PMPI_Allreduce(x.data(), yr.data(), 4000, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_TRUE(y == yr);
   ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+  a->landed();
   a->reference();
   check(*a, MPI_COMM_WORLD);
   (void)b;
@@ -353,6 +411,7 @@ TEST(Nonblocking, RequestFreeOfActive) {
   ASSERT_EQ(MPI_Wait(&r2, MPI_STATUS_IGNORE), MPI_SUCCESS);
   std::vector<char> big(33000 * 4, 1), bigout(big.size());
   ASSERT_EQ(MPI_Allreduce(big.data(), bigout.data(), 33000, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  a->landed();
   a->reference();
   check(*a, MPI_COMM_WORLD);
 }
@@ -361,8 +420,9 @@ TEST(Nonblocking, RequestFreeOfActive) {
 TEST(Nonblocking, CancelIsAnError) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::vector<int> in(4099, 3), out(4099), out2(4099);
+  Mirror d_in(in), d_out(out);
   MPI_Request mine, theirs;
-  ASSERT_EQ(MPI_Iallreduce(in.data(), out.data(), 4099, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &mine), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Iallreduce(d_in.get(), d_out.get(), 4099, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &mine), MPI_SUCCESS);
   ASSERT_EQ(PMPI_Iallreduce(in.data(), out2.data(), 4099, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &theirs), MPI_SUCCESS);
   const int rc_mine = MPI_Cancel(&mine), rc_theirs = PMPI_Cancel(&theirs);
   int c1 = -1, c2 = -2;
@@ -375,6 +435,7 @@ TEST(Nonblocking, CancelIsAnError) {
   std::memset(&s2, 0, sizeof s2);  // MPICH 4.0 leaves most of a collective's status unset
   ASSERT_EQ(MPI_Wait(&mine, &s1), MPI_SUCCESS);
   ASSERT_EQ(PMPI_Wait(&theirs, &s2), MPI_SUCCESS);
+  d_out.to_host();
   EXPECT_EQ(out, out2);
   // Statuses of completed collective requests: not cancelled, no elements, as the MPI's own.
   int k1 = -1, k2 = -2;
@@ -392,11 +453,14 @@ TEST(Nonblocking, CancelIsAnError) {
 TEST(Nonblocking, ManyRounds) {
   const int rank = rank_of(MPI_COMM_WORLD);
   std::vector<int> in(20000), out(20000), ref(20000);
-  for (int it = 0; it < 100; ++it) {
+  Mirror d_in(in), d_out(out);
+  for (int it = 0; it < (quick() ? 25 : 100); ++it) {
     for (int i = 0; i < 20000; ++i) in[i] = ival(rank + it, i);
+    d_in.to_device();
     MPI_Request r;
-    ASSERT_EQ(MPI_Iallreduce(in.data(), out.data(), 20000, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r), MPI_SUCCESS);
+    ASSERT_EQ(MPI_Iallreduce(d_in.get(), d_out.get(), 20000, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r), MPI_SUCCESS);
     ASSERT_EQ(MPI_Wait(&r, MPI_STATUS_IGNORE), MPI_SUCCESS);
+    d_out.to_host();
     PMPI_Allreduce(in.data(), ref.data(), 20000, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     ASSERT_EQ(out, ref) << "round " << it;
   }
@@ -420,24 +484,30 @@ TEST(Ialltoall, ExactCountsAndTypes) {
   const int counts[] = {0, 1, 13, 4099, 40000};
   int salt = 0;
   for (const T& ty : types)
-    for (int n : counts)
+    for (const int& n : counts)
       for (bool in_place : {false, true}) {
+        // NB_QUICK: in place or not, alternating over the (type, count) cells.
+        if (quick() && in_place != ((&ty - types) + (&n - counts)) % 2) continue;
         MPI_Aint lb = 0, ext = 0;
         MPI_Type_get_extent(ty.t, &lb, &ext);
         const size_t bytes = static_cast<size_t>(n) * size * static_cast<size_t>(ext) + 16;
         std::vector<char> in(bytes), got(bytes, 0x5A), ref(bytes, 0x5A);
         for (size_t i = 0; i < bytes; ++i) in[i] = static_cast<char>(ival(rank, static_cast<int64_t>(i)) + salt);
         if (in_place) got = ref = in;
+        Mirror d_in(in), d_got(got);
         // Outstanding with it: another alltoall, an allreduce, a barrier.
         auto o1 = make_kind(8, c, salt), o2 = make_kind(0, c, salt), o3 = make_kind(9, c, salt);
         std::vector<MPI_Request> reqs(4, MPI_REQUEST_NULL);
         ASSERT_EQ(o1->start(&reqs[0]), MPI_SUCCESS);
-        const void* sb = in_place ? MPI_IN_PLACE : in.data();
-        ASSERT_EQ(MPI_Ialltoall(sb, n, ty.t, got.data(), n, ty.t, c, &reqs[1]), MPI_SUCCESS);
+        ASSERT_EQ(MPI_Ialltoall(in_place ? MPI_IN_PLACE : d_in.get(), n, ty.t, d_got.get(), n, ty.t, c, &reqs[1]),
+                  MPI_SUCCESS);
         ASSERT_EQ(o2->start(&reqs[2]), MPI_SUCCESS);
         ASSERT_EQ(o3->start(&reqs[3]), MPI_SUCCESS);
         complete(reqs, static_cast<How>(salt % 5), rank);
-        PMPI_Alltoall(sb, n, ty.t, ref.data(), n, ty.t, c);
+        d_got.to_host();
+        o1->landed();
+        o2->landed();
+        PMPI_Alltoall(in_place ? MPI_IN_PLACE : in.data(), n, ty.t, ref.data(), n, ty.t, c);
         EXPECT_TRUE(got == ref) << "ialltoall " << ty.name << " count " << n << (in_place ? " in place" : "")
                                 << ": differs from PMPI";
         o1->reference();
@@ -464,11 +534,14 @@ TEST(Irooted, GatherScatterExact) {
   };
   const T types[] = {{MPI_INT, "int"}, {strided, "vector(2,1,2) int"}};
   int salt = 0;
+  const int counts[] = {0, 1, 13, 40000}, roots[] = {0, size - 1, size / 2};
   for (const T& ty : types)
-    for (int n : {0, 1, 13, 40000})
-      for (int root : {0, size - 1, size / 2})
+    for (const int& n : counts)
+      for (const int& root : roots)
         for (bool in_place : {false, true})
           for (bool scatter : {false, true}) {
+            // NB_QUICK: one root kind per (type, count) cell, in turn.
+            if (quick() && (&root - roots) != ((&ty - types) * 4 + (&n - counts)) % 3) continue;
             MPI_Aint lb = 0, ext = 0;
             MPI_Type_get_extent(ty.t, &lb, &ext);
             const size_t all = static_cast<size_t>(n) * size * static_cast<size_t>(ext) + 16;
@@ -480,17 +553,20 @@ TEST(Irooted, GatherScatterExact) {
             std::vector<char> in_ref = in;
             if (ip && !scatter)  // the root's block already in place, in both buffers
               for (size_t i = 0; i + 16 < one; ++i) got[root * (one - 16) + i] = ref[root * (one - 16) + i] = in[i];
+            Mirror d_in(in), d_got(got);
             auto other = make_kind(0, c, salt);
             std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
             ASSERT_EQ(other->start(&reqs[0]), MPI_SUCCESS);
             if (scatter) {
-              ASSERT_EQ(MPI_Iscatter(in.data(), n, ty.t, ip ? MPI_IN_PLACE : got.data(), n, ty.t, root, c, &reqs[1]),
+              ASSERT_EQ(MPI_Iscatter(d_in.get(), n, ty.t, ip ? MPI_IN_PLACE : d_got.get(), n, ty.t, root, c, &reqs[1]),
                         MPI_SUCCESS);
             } else {
-              ASSERT_EQ(MPI_Igather(ip ? MPI_IN_PLACE : in.data(), n, ty.t, got.data(), n, ty.t, root, c, &reqs[1]),
+              ASSERT_EQ(MPI_Igather(ip ? MPI_IN_PLACE : d_in.get(), n, ty.t, d_got.get(), n, ty.t, root, c, &reqs[1]),
                         MPI_SUCCESS);
             }
             complete(reqs, static_cast<How>(salt % 5), rank);
+            d_got.to_host();
+            other->landed();
             if (scatter)
               PMPI_Scatter(in_ref.data(), n, ty.t, ip ? MPI_IN_PLACE : ref.data(), n, ty.t, root, c);
             else
@@ -535,6 +611,7 @@ TEST(Ibarrier, NoRankLeavesEarly) {
     EXPECT_GE(first_left, last_entered) << "round " << round << ": a rank left MPI_Ibarrier "
                                         << (last_entered - first_left) / 1000 << " us before the last one entered";
     if (round % 2) {
+      other->landed();
       other->reference();
       check(*other, c);
     }
@@ -618,6 +695,7 @@ TEST_P(BlockingPointToPoint, Progresses) {
     }
   }
   alarm(0);
+  a->landed();
   a->reference();
   check(*a, c);
 }
@@ -634,6 +712,25 @@ struct Persist {
   int n = 0, root = 0;
   size_t cmp = 0;
   MPI_Request req = MPI_REQUEST_NULL;
+  // What the init hands the call for `in` and `got` (on device under TEST_ON_DEVICE=1):
+  // mirrored at the init, once the vectors have their sizes; refilled before each start, read
+  // back after each wait.
+  std::unique_ptr<Mirror<std::vector<int>>> d_in, d_got;
+  void* mirror_in() {
+    d_in = std::make_unique<Mirror<std::vector<int>>>(in);
+    return d_in->get();
+  }
+  void* mirror_got() {
+    d_got = std::make_unique<Mirror<std::vector<int>>>(got);
+    return d_got->get();
+  }
+  void to_device() {
+    if (d_in) d_in->to_device();
+    if (d_got) d_got->to_device();
+  }
+  void landed() {
+    if (d_got) d_got->to_host();
+  }
 };
 
 void refill(Persist& p, int rank, int round) {
@@ -649,27 +746,27 @@ TEST(Persistent, HundredStartsWithChangingData) {
   std::vector<Persist> ps(11);
   ps[0].what = "allreduce_init";
   ps[0].in.resize(n), ps[0].got.resize(n), ps[0].ref.resize(n), ps[0].cmp = n;
-  ASSERT_EQ(MPI_Allreduce_init(ps[0].in.data(), ps[0].got.data(), n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[0].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allreduce_init(ps[0].mirror_in(), ps[0].mirror_got(), n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[0].req), MPI_SUCCESS);
   ps[1].what = "bcast_init";
   ps[1].root = size - 1;
   ps[1].got.resize(n), ps[1].ref.resize(n), ps[1].cmp = n;
-  ASSERT_EQ(MPI_Bcast_init(ps[1].got.data(), n, MPI_INT, ps[1].root, c, MPI_INFO_NULL, &ps[1].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Bcast_init(ps[1].mirror_got(), n, MPI_INT, ps[1].root, c, MPI_INFO_NULL, &ps[1].req), MPI_SUCCESS);
   ps[2].what = "allgather_init";
   ps[2].in.resize(n), ps[2].got.resize(n * size), ps[2].ref.resize(n * size), ps[2].cmp = n * size;
-  ASSERT_EQ(MPI_Allgather_init(ps[2].in.data(), n, MPI_INT, ps[2].got.data(), n, MPI_INT, c, MPI_INFO_NULL, &ps[2].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Allgather_init(ps[2].mirror_in(), n, MPI_INT, ps[2].mirror_got(), n, MPI_INT, c, MPI_INFO_NULL, &ps[2].req), MPI_SUCCESS);
   ps[3].what = "reduce_scatter_block_init";
   ps[3].in.resize(n * size), ps[3].got.resize(n), ps[3].ref.resize(n), ps[3].cmp = n;
-  ASSERT_EQ(MPI_Reduce_scatter_block_init(ps[3].in.data(), ps[3].got.data(), n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[3].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Reduce_scatter_block_init(ps[3].mirror_in(), ps[3].mirror_got(), n, MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[3].req), MPI_SUCCESS);
   ps[4].what = "reduce_init";
   ps[4].root = 1 % size;
   ps[4].in.resize(n), ps[4].got.resize(n), ps[4].ref.resize(n), ps[4].cmp = rank == ps[4].root ? n : 0;
-  ASSERT_EQ(MPI_Reduce_init(ps[4].in.data(), ps[4].got.data(), n, MPI_INT, MPI_SUM, ps[4].root, c, MPI_INFO_NULL, &ps[4].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Reduce_init(ps[4].mirror_in(), ps[4].mirror_got(), n, MPI_INT, MPI_SUM, ps[4].root, c, MPI_INFO_NULL, &ps[4].req), MPI_SUCCESS);
   ps[5].what = "allgatherv_init";
   ps[5].counts.resize(size), ps[5].displs.resize(size);
   int end = 0;
   for (int i = 0; i < size; ++i) ps[5].counts[i] = 100 + 37 * i, ps[5].displs[i] = end + 3, end += ps[5].counts[i] + 3;
   ps[5].in.resize(ps[5].counts[rank]), ps[5].got.resize(end), ps[5].ref.resize(end), ps[5].cmp = end;
-  ASSERT_EQ(MPI_Allgatherv_init(ps[5].in.data(), ps[5].counts[rank], MPI_INT, ps[5].got.data(), ps[5].counts.data(),
+  ASSERT_EQ(MPI_Allgatherv_init(ps[5].mirror_in(), ps[5].counts[rank], MPI_INT, ps[5].mirror_got(), ps[5].counts.data(),
                                 ps[5].displs.data(), MPI_INT, c, MPI_INFO_NULL, &ps[5].req), MPI_SUCCESS);
   ps[6].what = "reduce_scatter_init";
   ps[6].counts.resize(size);
@@ -677,22 +774,22 @@ TEST(Persistent, HundredStartsWithChangingData) {
   for (int i = 0; i < size; ++i) total += ps[6].counts[i] = i % 3 == 1 ? 0 : 200 + i;
   ps[6].in.resize(total), ps[6].got.resize(std::max(ps[6].counts[rank], 1)), ps[6].ref = ps[6].got;
   ps[6].cmp = ps[6].counts[rank];
-  ASSERT_EQ(MPI_Reduce_scatter_init(ps[6].in.data(), ps[6].got.data(), ps[6].counts.data(), MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[6].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Reduce_scatter_init(ps[6].mirror_in(), ps[6].mirror_got(), ps[6].counts.data(), MPI_INT, MPI_SUM, c, MPI_INFO_NULL, &ps[6].req), MPI_SUCCESS);
   ps[7].what = "alltoall_init";
   ps[7].in.resize(n * size), ps[7].got.resize(n * size), ps[7].ref.resize(n * size), ps[7].cmp = n * size;
-  ASSERT_EQ(MPI_Alltoall_init(ps[7].in.data(), n, MPI_INT, ps[7].got.data(), n, MPI_INT, c, MPI_INFO_NULL, &ps[7].req), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Alltoall_init(ps[7].mirror_in(), n, MPI_INT, ps[7].mirror_got(), n, MPI_INT, c, MPI_INFO_NULL, &ps[7].req), MPI_SUCCESS);
   ps[8].what = "barrier_init";
   ASSERT_EQ(MPI_Barrier_init(c, MPI_INFO_NULL, &ps[8].req), MPI_SUCCESS);
   ps[9].what = "gather_init";
   ps[9].root = 1 % size;
   ps[9].in.resize(n), ps[9].got.resize(n * size), ps[9].ref.resize(n * size);
   ps[9].cmp = rank == ps[9].root ? n * size : 0;
-  ASSERT_EQ(MPI_Gather_init(ps[9].in.data(), n, MPI_INT, ps[9].got.data(), n, MPI_INT, ps[9].root, c, MPI_INFO_NULL,
+  ASSERT_EQ(MPI_Gather_init(ps[9].mirror_in(), n, MPI_INT, ps[9].mirror_got(), n, MPI_INT, ps[9].root, c, MPI_INFO_NULL,
                             &ps[9].req), MPI_SUCCESS);
   ps[10].what = "scatter_init";
   ps[10].root = size - 1;
   ps[10].in.resize(n * size), ps[10].got.resize(n), ps[10].ref.resize(n), ps[10].cmp = n;
-  ASSERT_EQ(MPI_Scatter_init(ps[10].in.data(), n, MPI_INT, ps[10].got.data(), n, MPI_INT, ps[10].root, c, MPI_INFO_NULL,
+  ASSERT_EQ(MPI_Scatter_init(ps[10].mirror_in(), n, MPI_INT, ps[10].mirror_got(), n, MPI_INT, ps[10].root, c, MPI_INFO_NULL,
                              &ps[10].req), MPI_SUCCESS);
   // An inactive persistent request completes at once, and stays allocated.
   for (Persist& p : ps) {
@@ -726,6 +823,7 @@ TEST(Persistent, HundredStartsWithChangingData) {
       if (k == 1) {  // bcast: the root's data in both buffers
         for (int i = 0; i < n; ++i) ps[1].got[i] = ps[1].ref[i] = rank == ps[1].root ? ival(round, i) : -1;
       }
+      ps[k].to_device();
     }
     std::vector<MPI_Request> reqs;
     if (round % 2 == 0) {
@@ -748,6 +846,7 @@ TEST(Persistent, HundredStartsWithChangingData) {
       for (size_t k = 0; k < ps.size(); ++k) EXPECT_EQ(reqs[k], ps[k].req) << ps[k].what << ": handle changed";
     }
     for (size_t k = 0; k < ps.size(); ++k) {
+      ps[k].landed();
       reference(ps[k], static_cast<int>(k));
       EXPECT_TRUE(std::equal(ps[k].got.begin(), ps[k].got.begin() + ps[k].cmp, ps[k].ref.begin()))
           << ps[k].what << " round " << round << ": differs from PMPI";
@@ -756,11 +855,13 @@ TEST(Persistent, HundredStartsWithChangingData) {
   }
   // Freed while started: still completes (its data lands), progressed by later calls.
   refill(ps[0], rank, 1000);
+  ps[0].to_device();
   ASSERT_EQ(MPI_Start(&ps[0].req), MPI_SUCCESS);
   ASSERT_EQ(MPI_Request_free(&ps[0].req), MPI_SUCCESS);
   EXPECT_EQ(ps[0].req, MPI_REQUEST_NULL);
   std::vector<int> x(n, 1), y(n);
   ASSERT_EQ(MPI_Allreduce(x.data(), y.data(), n, MPI_INT, MPI_SUM, c), MPI_SUCCESS);  // drains the communicator
+  ps[0].landed();
   reference(ps[0], 0);
   EXPECT_TRUE(ps[0].got == ps[0].ref) << "freed while started: result missing";
   for (size_t k = 1; k < ps.size(); ++k) {
