@@ -69,10 +69,14 @@ int64_t span_bytes(MPI_Datatype t, int64_t n, MPI_Aint* lb) {
 }
 
 MemKind classify_typed(const void* p, int64_t n, MPI_Datatype t) {
-  if (runtime() == Runtime::None || p == nullptr) return MemKind::Host;
+  if (runtime() == Runtime::None) return MemKind::Host;
   MPI_Aint lb = 0;
-  if (n <= 0 || span_bytes(t, n, &lb) <= 0) return classify(p);
-  return classify(static_cast<const char*>(p) + lb);
+  if (n <= 0 || span_bytes(t, n, &lb) <= 0) return classify(p);  // (null: host)
+  // MPI_BOTTOM (a null pointer in both MPIs) with a type of absolute addresses: its first touched
+  // byte is the address lb itself, device memory too (a GPU-aware program's struct of device
+  // addresses; tests/dtype/p2p_test.cpp's BottomWithAbsoluteAddresses on device buffers, which
+  // libhier's engine packed on the host before).
+  return classify(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(lb)));
 }
 
 HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) {

@@ -5,15 +5,22 @@
 // message steps give where they fold in the same order (the direct reduce-scatter's: counts
 // above the model's direct_reduce_scatter_from; HIER_CHUNK=0 keeps one schedule shape).
 // The inputs vary in sign and magnitude, so a reordered sum changes bits.
+// TEST_ON_DEVICE=1: each call on simulated device buffers (tests/support/on_device.hpp), whose
+// output must be the host run's, bit for bit (coll.quant_same_bits_device.*).
 #include <mpi.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "../support/on_device.hpp"
+
 namespace {
+
+using hier::test::on_device;
 
 uint64_t fnv(const void* p, size_t n, uint64_t h = 1469598103934665603ull) {
   const unsigned char* c = static_cast<const unsigned char*>(p);
@@ -44,22 +51,30 @@ void run(MPI_Datatype type, const char* tname, int64_t n, int rank, int size) {
     const char* ip = in_place ? "in_place" : "separate";
     // allreduce of n * size values
     out = in;
-    if (in_place) MPI_Allreduce(MPI_IN_PLACE, out.data(), static_cast<int>(n * size), type, MPI_SUM, MPI_COMM_WORLD);
-    else MPI_Allreduce(in.data(), out.data(), static_cast<int>(n * size), type, MPI_SUM, MPI_COMM_WORLD);
+    if (in_place)
+      on_device([&](void* o) { return MPI_Allreduce(MPI_IN_PLACE, o, static_cast<int>(n * size), type, MPI_SUM, MPI_COMM_WORLD); }, out);
+    else
+      on_device([&](void* i, void* o) { return MPI_Allreduce(i, o, static_cast<int>(n * size), type, MPI_SUM, MPI_COMM_WORLD); },
+                in, out);
     std::snprintf(name, sizeof name, "allreduce %s %lld %s", tname, static_cast<long long>(n * size), ip);
     report(name, out.data(), out.size() * sizeof(T), rank, size);
     // reduce_scatter_block: n values each
     out = in;
-    if (in_place) MPI_Reduce_scatter_block(MPI_IN_PLACE, out.data(), static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD);
-    else MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD);
+    if (in_place)
+      on_device([&](void* o) { return MPI_Reduce_scatter_block(MPI_IN_PLACE, o, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD); },
+                out);
+    else
+      on_device([&](void* i, void* o) { return MPI_Reduce_scatter_block(i, o, static_cast<int>(n), type, MPI_SUM, MPI_COMM_WORLD); },
+                in, out);
     std::snprintf(name, sizeof name, "reduce_scatter_block %s %lld %s", tname, static_cast<long long>(n), ip);
     report(name, out.data(), static_cast<size_t>(n) * sizeof(T), rank, size);
     // allgather: n values each
     if (in_place) {
       std::memcpy(out.data() + rank * n, in.data(), static_cast<size_t>(n) * sizeof(T));
-      MPI_Allgather(MPI_IN_PLACE, 0, type, out.data(), static_cast<int>(n), type, MPI_COMM_WORLD);
+      on_device([&](void* o) { return MPI_Allgather(MPI_IN_PLACE, 0, type, o, static_cast<int>(n), type, MPI_COMM_WORLD); }, out);
     } else {
-      MPI_Allgather(in.data(), static_cast<int>(n), type, out.data(), static_cast<int>(n), type, MPI_COMM_WORLD);
+      on_device([&](void* i, void* o) { return MPI_Allgather(i, static_cast<int>(n), type, o, static_cast<int>(n), type, MPI_COMM_WORLD); },
+                in, out);
     }
     std::snprintf(name, sizeof name, "allgather %s %lld %s", tname, static_cast<long long>(n), ip);
     report(name, out.data(), out.size() * sizeof(T), rank, size);
@@ -75,7 +90,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   // Per rank: above the direct reduce-scatter's threshold (256 KiB of a node step's input) with
   // a prime count, and a larger one that takes several rounds of a segment slot.
+  // QUANT_BITS_QUICK=1 (the device runs: the simulated device's streams are slow): the first only.
+  const bool quick = std::getenv("QUANT_BITS_QUICK") != nullptr;
   for (int64_t n : {int64_t{65537}, int64_t{(1 << 19) + 3}}) {
+    if (quick && n > 65537) break;
     run<float>(MPI_FLOAT, "float", n, rank, size);
     run<double>(MPI_DOUBLE, "double", n / 2, rank, size);
   }

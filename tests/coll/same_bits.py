@@ -5,12 +5,21 @@ usage: same_bits.py CHECK_REPORT REPORT_OFF REPORT_ON [CHECK_FLAG...] -- CMD_OFF
 Then rank 0's reports: the first run ran no step through shared memory, the second ran the node
 reduce-scatter and allgather(v) through it (check_report.py --no-shm / --shm), so that equal
 outputs are not two runs of the same path; both pass check_report.py's CHECK_FLAGs too (e.g.
---pipelined allreduce: the runs compared were chunked)."""
+--pipelined allreduce: the runs compared were chunked). --off FLAG... / --on FLAG... (before --)
+replace the two reports' own flags, for runs that differ otherwise (the device run against the
+host run: --off --no-shm --on --device-path hier_device).
+"""
 import subprocess, sys
 
 def main():
     check, rep_off, rep_on = sys.argv[1:4]
     extra = sys.argv[4:sys.argv.index("--")]
+    own = {"--off": ["--no-shm"], "--on": ["--shm", "reduce_scatter", "allgatherv"]}
+    for key in ("--on", "--off"):  # each takes the flags after it, up to the other or the end
+        if key in extra:
+            i = extra.index(key)
+            j = next((k for k in range(i + 1, len(extra)) if extra[k] in own), len(extra))
+            own[key], extra = extra[i + 1:j], extra[:i] + extra[j:]
     rest = sys.argv[sys.argv.index("--") + 1:]
     split = rest.index("---")
     runs = []
@@ -27,11 +36,11 @@ def main():
         return 1
     bad = [f"  off: {a}\n  on:  {b}" for a, b in zip(off, on) if a != b]
     if bad or len(off) != len(on):
-        print(f"same_bits: {len(bad)} of {len(off)} cases differ between message and shared-memory steps")
+        print(f"same_bits: {len(bad)} of {len(off)} cases differ between the two runs")
         print("\n".join(bad))
         return 1
-    print(f"same_bits: {len(off)} cases, the same bits through messages and through shared memory")
-    for rep, flag in ((rep_off, ["--no-shm"]), (rep_on, ["--shm", "reduce_scatter", "allgatherv"])):
+    print(f"same_bits: {len(off)} cases, the same bits in both runs")
+    for rep, flag in ((rep_off, own["--off"]), (rep_on, own["--on"])):
         if subprocess.run([sys.executable, check, rep] + flag + extra).returncode != 0:
             return 1
     return 0

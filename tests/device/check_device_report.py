@@ -18,6 +18,39 @@ def dev_of(p):
 
 with open(path) as f:
     rep = json.load(f)
+# The dtype suites' device variants (tests/dtype/CMakeLists.txt, <check>_<aware|kernels|staged>):
+# the calls rank 0's report must count, rank 1's (the receiver's, argv[3]) where given, and the
+# paths that must count none. aware: a GPU-aware MPI and the module (no host copies; what the
+# kernels do not take, MPI_BOTTOM types, goes to the MPI); kernels: not GPU-aware, the module
+# (contiguous messages staged, no device pointer to the MPI); staged: no module, all host copies.
+_k_send, _k_recv = ["kernel_send", "kernel_isend", "kernel_sendrecv"], ["kernel_recv", "kernel_irecv", "kernel_sendrecv"]
+_mpich = rep.get("mpi_library", "").startswith("MPICH")  # skips the MPI_Pack(MPI_BOTTOM) cases
+dtype_runs = {
+    "pack_aware": (["kernel_pack", "kernel_unpack"], None, ["staged", "passed"]),
+    "dtype_p2p_aware": (_k_send + ["send"], _k_recv + ["recv"], ["staged", "passed"]),
+    "dtype_p2p_kernels": (_k_send + ["staged_send"], _k_recv + ["staged_recv"], ["gpu_aware", "passed"]),
+    "dtype_p2p_staged": (["staged_send", "staged_isend", "staged_sendrecv"],
+                         ["staged_recv", "staged_irecv", "staged_sendrecv"], ["gpu_aware", "passed", "kernels"]),
+    "dtype_forms_aware": ([] if _mpich else ["pack", "unpack"], None, ["staged", "passed", "kernels"]),
+    "dtype_forms_kernels": (["staged_pack", "staged_unpack"], None, ["gpu_aware", "passed"]),
+    "dtype_forms_staged": (["staged_pack", "staged_unpack"], None, ["gpu_aware", "passed", "kernels"]),
+}
+if mode in dtype_runs:
+    want0, want1, none = dtype_runs[mode]
+    for p, want in ((path, want0), (sys.argv[3] if want1 else None, want1)):
+        if p is None:
+            continue
+        with open(p) as f:
+            if not want and "device" not in json.load(f):
+                print(f"{p}: no device calls counted, none wanted")  # (MPICH's dtype_forms_aware)
+                continue
+        d = dev_of(p)["device"]
+        missing = [k for k in want if d["by_call"].get(k, 0) < 1]
+        ran = [k for k in none if d["by_path"].get(k, 0)]
+        if missing or ran:
+            sys.exit(f"{p}: {mode}: missing {missing} or another path ran ({ran}): {json.dumps(d)}")
+        print(f"{p}: {d['by_call']}")
+    sys.exit(0)
 dev = dev_of(path)
 by_call = dev["device"]["by_call"]
 # MPI_Pack / MPI_Unpack of device buffers (device_pack_test): by the GPU module's kernels, or staged.

@@ -1,6 +1,9 @@
 // Canonical forms: equivalent types reach equal forms; MPI_BOTTOM with absolute addresses;
 // erroneous MPI_Pack/Unpack calls fail exactly as the MPI makes them fail (Open MPI 4.1
 // packs what fits into a too-small buffer and returns success; MPICH returns an error).
+// TEST_ON_DEVICE=1 (the device_* variants, which run only the DtypeBottom and DtypeErrors cases:
+// the others touch no buffer): libhier's MPI_Pack / MPI_Unpack get simulated device memory
+// (tests/support/on_device.hpp), the PMPI reference host memory.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,6 +15,7 @@
 #include "dtype/decode.hpp"
 #include "dtype/engine.hpp"
 #include "typegen.hpp"
+#include "../support/on_device.hpp"
 
 namespace hier::test {
 namespace {
@@ -121,24 +125,38 @@ TEST(DtypeForms, PairTypesHaveTheirGap) {
   EXPECT_EQ(form(MPI_FLOAT_INT), "leaf 8@0");
 }
 
-TEST(DtypeBottom, AbsoluteAddresses) {
-  std::vector<double> a(10);
-  std::vector<int> b(7);
-  for (int i = 0; i < 10; ++i) a[i] = i * 1.5;
-  for (int i = 0; i < 7; ++i) b[i] = 100 + i;
+// The struct of `a`'s doubles 3..6 and `b`'s ints 1..5 at their absolute addresses.
+MPI_Datatype bottom_type(const double* a, const int* b) {
   MPI_Aint da[2];
-  MPI_Get_address(&a[3], &da[0]);
-  MPI_Get_address(&b[1], &da[1]);
+  MPI_Get_address(a + 3, &da[0]);
+  MPI_Get_address(b + 1, &da[1]);
   const int bl[2] = {4, 5};
   const MPI_Datatype ts[2] = {MPI_DOUBLE, MPI_INT};
   MPI_Datatype t;
   MPI_Type_create_struct(2, bl, da, ts, &t);
   MPI_Type_commit(&t);
+  return t;
+}
+
+TEST(DtypeBottom, AbsoluteAddresses) {
+  if (device_fns() && !mpi_takes_device_pointers())
+    GTEST_SKIP() << "MPI_BOTTOM of device addresses goes to the MPI as is: a GPU-aware one only";
+  std::vector<double> a(10);
+  std::vector<int> b(7);
+  for (int i = 0; i < 10; ++i) a[i] = i * 1.5;
+  for (int i = 0; i < 7; ++i) b[i] = 100 + i;
+  MPI_Datatype t = bottom_type(a.data(), b.data());
+  // libhier's calls: the same struct over the device copies under TEST_ON_DEVICE=1.
+  DeviceCopy da(a);
+  DeviceCopy db(b);
+  MPI_Datatype tm = device_fns() ? bottom_type(da.data(), db.data()) : t;
   std::vector<char> ref(64, 0), mine(64, 1);
   int pr = 0, pm = 0;
 #if defined(MPICH_VERSION)
   // MPICH 4.0.2 rejects MPI_Pack(MPI_BOTTOM, ...) (a null-buffer check); libhier passes such
-  // calls through so the error is the MPI's. Check the engine itself on absolute addresses.
+  // calls through so the error is the MPI's. Check the engine itself on absolute addresses
+  // (host code: not on device memory).
+  if (device_fns()) GTEST_SKIP() << "MPICH rejects MPI_Pack(MPI_BOTTOM); the engine's host check needs host memory";
   dtype::CanonRef c(dtype::canonicalize(t));
   ASSERT_TRUE(c->ok);
   dtype::pack(*c, MPI_BOTTOM, 1, mine.data());
@@ -148,7 +166,7 @@ TEST(DtypeBottom, AbsoluteAddresses) {
   pr = 52;
 #else
   PMPI_Pack(MPI_BOTTOM, 1, t, ref.data(), 64, &pr, MPI_COMM_WORLD);
-  MPI_Pack(MPI_BOTTOM, 1, t, mine.data(), 64, &pm, MPI_COMM_WORLD);
+  on_device([&](void* out) { return MPI_Pack(MPI_BOTTOM, 1, tm, out, 64, &pm, MPI_COMM_WORLD); }, mine);
 #endif
   EXPECT_EQ(pr, 52);
   EXPECT_EQ(pm, pr);
@@ -160,7 +178,15 @@ TEST(DtypeBottom, AbsoluteAddresses) {
   dtype::unpack(*c, mine.data(), 1, MPI_BOTTOM);
   q = 52;
 #else
-  MPI_Unpack(mine.data(), 64, &q, MPI_BOTTOM, 1, t, MPI_COMM_WORLD);
+  {
+    DeviceCopy za(a);  // zeros on the device, the packed bytes from it too
+    DeviceCopy zb(b);
+    MPI_Datatype tz = device_fns() ? bottom_type(za.data(), zb.data()) : t;
+    on_device([&](void* in) { return MPI_Unpack(in, 64, &q, MPI_BOTTOM, 1, tz, MPI_COMM_WORLD); }, mine);
+    za.back();
+    zb.back();
+    if (tz != t) MPI_Type_free(&tz);
+  }
 #endif
   EXPECT_EQ(q, 52);
   EXPECT_EQ(a[3], 4.5);
@@ -169,6 +195,7 @@ TEST(DtypeBottom, AbsoluteAddresses) {
   EXPECT_EQ(b[1], 101);
   EXPECT_EQ(b[5], 105);
   EXPECT_EQ(b[6], 0);
+  if (tm != t) MPI_Type_free(&tm);
   MPI_Type_free(&t);
 }
 
@@ -177,18 +204,19 @@ TEST(DtypeErrors, TooSmallBuffersFailLikeTheMPI) {
   MPI_Datatype v;
   MPI_Type_vector(4, 1, 2, MPI_INT, &v);
   MPI_Type_commit(&v);
-  int src[8] = {0}, out[4];
+  std::vector<int> src(8, 0), out(4);
   int pr = 0, pm = 0;
-  const int rr = PMPI_Pack(src, 1, v, out, 8, &pr, MPI_COMM_WORLD);
-  const int rm = MPI_Pack(src, 1, v, out, 8, &pm, MPI_COMM_WORLD);
+  const int rr = PMPI_Pack(src.data(), 1, v, out.data(), 8, &pr, MPI_COMM_WORLD);
+  // Both sides on the device under TEST_ON_DEVICE=1.
+  const int rm = on_device([&](void* s, void* o) { return MPI_Pack(s, 1, v, o, 8, &pm, MPI_COMM_WORLD); }, src, out);
   int cr, cm;
   MPI_Error_class(rr, &cr);
   MPI_Error_class(rm, &cm);
   EXPECT_EQ(cm, cr);
   EXPECT_EQ(pm, pr);
   int ur = 0, um = 0;
-  const int rur = PMPI_Unpack(out, 8, &ur, src, 1, v, MPI_COMM_WORLD);
-  const int rum = MPI_Unpack(out, 8, &um, src, 1, v, MPI_COMM_WORLD);
+  const int rur = PMPI_Unpack(out.data(), 8, &ur, src.data(), 1, v, MPI_COMM_WORLD);
+  const int rum = on_device([&](void* o, void* s) { return MPI_Unpack(o, 8, &um, s, 1, v, MPI_COMM_WORLD); }, out, src);
   MPI_Error_class(rur, &cr);
   MPI_Error_class(rum, &cm);
   EXPECT_EQ(cm, cr);

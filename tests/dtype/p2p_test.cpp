@@ -1,7 +1,10 @@
 // Non-contiguous point-to-point through libhier (2 ranks). Every exchange is done twice — once
 // with PMPI_* (the MPI alone: the reference) and once with MPI_* (libhier, which packs under
 // HIER_TUNE_FILE=always_pack.json) — and the received bytes and every status field an
-// application can read must be identical.
+// application can read must be identical. TEST_ON_DEVICE=1 (the device_* variants): libhier's
+// side of every case sends from and receives into simulated device memory
+// (tests/support/on_device.hpp), the reference stays on host memory, so the same cases run on
+// device buffers, compared with the same host result.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -16,6 +19,7 @@
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
 #include "typegen.hpp"
+#include "../support/on_device.hpp"
 
 namespace hier::test {
 namespace {
@@ -88,13 +92,17 @@ Result exchange(const Api& api, MPI_Datatype stype, int scount, MPI_Datatype rty
                 int tag = 7, int source = 0, int rtag = 7) {
   Result r;
   r.buf.assign(n, -1.0);
+  const bool lib = api.send == kLib.send;  // libhier's side: on the device under TEST_ON_DEVICE=1
   if (rank() == 0) {
     std::vector<double> s = iota_buf(n, 1.0);
-    api.send(s.data(), scount, stype, 1, tag, MPI_COMM_WORLD);
+    DeviceCopy ds(s, lib);
+    api.send(ds.data(), scount, stype, 1, tag, MPI_COMM_WORLD);
   } else if (rank() == 1) {
     MPI_Status st;
     std::memset(&st, 0x33, sizeof st);
-    const int rc = api.recv(r.buf.data(), rcount, rtype, source, rtag, MPI_COMM_WORLD, &st);
+    DeviceCopy db(r.buf, lib);
+    const int rc = api.recv(db.data(), rcount, rtype, source, rtag, MPI_COMM_WORLD, &st);
+    db.back();
     MPI_Error_class(rc, &r.rc_class);
     r.seen = seen(st, rtype);
   }
@@ -199,14 +207,15 @@ TEST(DtypeP2P, NonblockingCompletionFamily) {
     std::vector<double> dst(256, -1.0);
     std::vector<MPI_Status> st(n);
     std::vector<Seen> s(n);
+    const bool lib = api.send == kLib.send;
+    DeviceCopy dsrc(src, lib), ddst(dst, lib);
     if (rank() == 0) {
       std::vector<MPI_Request> rq(n);
-      for (int i = 0; i < n; ++i) api.isend(src.data() + i * 48, 2, v, 1, 20 + i, MPI_COMM_WORLD, &rq[i]);
+      for (int i = 0; i < n; ++i) api.isend(dsrc.data() + i * 48, 2, v, 1, 20 + i, MPI_COMM_WORLD, &rq[i]);
       api.waitall(n, rq.data(), MPI_STATUSES_IGNORE);
     } else if (rank() == 1) {
       std::vector<MPI_Request> rq(n);
-      for (int i = 0; i < n; ++i) api.irecv(dst.data() + i * 48, 2, v, 0, 20 + i, MPI_COMM_WORLD, &rq[i]);
-      const bool lib = api.send == kLib.send;
+      for (int i = 0; i < n; ++i) api.irecv(ddst.data() + i * 48, 2, v, 0, 20 + i, MPI_COMM_WORLD, &rq[i]);
       switch (mode) {
         case 0: api.waitall(n, rq.data(), st.data()); break;
         case 1:
@@ -270,7 +279,7 @@ TEST(DtypeP2P, NonblockingCompletionFamily) {
       }
       for (int i = 0; i < n; ++i) s[i] = seen(st[i], v);
     }
-    return std::make_pair(dst, s);
+    return std::make_pair(ddst.back(), s);
   };
   for (int mode = 0; mode < 8; ++mode) {
     SCOPED_TRACE(mode);
@@ -288,8 +297,9 @@ TEST(DtypeP2P, CancelPendingReceive) {
   MPI_Datatype v = vec(4, 1, 2, MPI_DOUBLE);
   if (rank() == 1) {
     std::vector<double> dst(32, -1.0);
+    DeviceCopy ddst(dst);
     MPI_Request r;
-    MPI_Irecv(dst.data(), 1, v, 0, 999, MPI_COMM_WORLD, &r);
+    MPI_Irecv(ddst.data(), 1, v, 0, 999, MPI_COMM_WORLD, &r);
     MPI_Cancel(&r);
     MPI_Status st;
     MPI_Wait(&r, &st);
@@ -297,7 +307,7 @@ TEST(DtypeP2P, CancelPendingReceive) {
     MPI_Test_cancelled(&st, &cancelled);
     EXPECT_TRUE(cancelled);
     EXPECT_EQ(r, MPI_REQUEST_NULL);
-    for (double d : dst) EXPECT_EQ(d, -1.0);
+    for (double d : ddst.back()) EXPECT_EQ(d, -1.0);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   MPI_Type_free(&v);
@@ -308,19 +318,22 @@ TEST(DtypeP2P, ProbeThenReceive) {
   auto run = [&](const Api& api) {
     std::vector<double> dst(64, -1.0);
     Seen probe{}, recv{};
+    const bool lib = api.send == kLib.send;
+    DeviceCopy ddst(dst, lib);
     if (rank() == 0) {
       std::vector<double> s = iota_buf(64, 3.0);
-      api.send(s.data(), 2, v, 1, 5, MPI_COMM_WORLD);
+      DeviceCopy ds(s, lib);
+      api.send(ds.data(), 2, v, 1, 5, MPI_COMM_WORLD);
     } else if (rank() == 1) {
       // Zeroed: MPICH 4.0's MPI_Probe leaves the status's cancelled bit unset (stack garbage
       // made the PMPI and libhier runs differ by chance).
       MPI_Status st{};
       MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
       probe = seen(st, v);
-      api.recv(dst.data(), 2, v, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, &st);
+      api.recv(ddst.data(), 2, v, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, &st);
       recv = seen(st, v);
     }
-    return std::make_tuple(dst, probe, recv);
+    return std::make_tuple(ddst.back(), probe, recv);
   };
   auto ref = run(kRef);
   auto lib = run(kLib);
@@ -332,10 +345,12 @@ TEST(DtypeP2P, SendrecvBothDerived) {
   MPI_Datatype a = vec(4, 1, 3, MPI_DOUBLE), b = idx({2, 2}, {6, 0}, MPI_DOUBLE);
   auto run = [&](const Api& api) {
     std::vector<double> s = iota_buf(64, rank() * 100.0), d(64, -1.0);
+    const bool lib = api.send == kLib.send;
+    DeviceCopy ds(s, lib), dd(d, lib);
     const int peer = 1 - rank();
     MPI_Status st;
-    api.sendrecv(s.data(), 2, rank() ? a : b, peer, 3, d.data(), 2, rank() ? b : a, peer, 3, MPI_COMM_WORLD, &st);
-    return std::make_pair(d, seen(st, rank() ? b : a));
+    api.sendrecv(ds.data(), 2, rank() ? a : b, peer, 3, dd.data(), 2, rank() ? b : a, peer, 3, MPI_COMM_WORLD, &st);
+    return std::make_pair(dd.back(), seen(st, rank() ? b : a));
   };
   if (rank() < 2) {
     auto ref = run(kRef);
@@ -347,11 +362,15 @@ TEST(DtypeP2P, SendrecvBothDerived) {
 }
 
 TEST(DtypeP2P, BottomWithAbsoluteAddresses) {
-  std::vector<double> x = iota_buf(16, rank() == 0 ? 1.0 : -50.0);
-  std::vector<int> y(8, rank() == 0 ? 7 : -1);
+  if (device_fns() && !mpi_takes_device_pointers())
+    GTEST_SKIP() << "MPI_BOTTOM of device addresses goes to the MPI as is: a GPU-aware one only";
+  std::vector<double> hx = iota_buf(16, rank() == 0 ? 1.0 : -50.0);
+  std::vector<int> hy(8, rank() == 0 ? 7 : -1);
+  DeviceCopy dx(hx);  // the absolute addresses: device memory under TEST_ON_DEVICE=1
+  DeviceCopy dy(hy);
   MPI_Aint da[2];
-  MPI_Get_address(&x[2], &da[0]);
-  MPI_Get_address(&y[1], &da[1]);
+  MPI_Get_address(dx.data() + 2, &da[0]);
+  MPI_Get_address(dy.data() + 1, &da[1]);
   const int bl[2] = {3, 4};
   const MPI_Datatype ts[2] = {MPI_DOUBLE, MPI_INT};
   MPI_Datatype t;
@@ -362,6 +381,8 @@ TEST(DtypeP2P, BottomWithAbsoluteAddresses) {
   } else if (rank() == 1) {
     MPI_Status st;
     MPI_Recv(MPI_BOTTOM, 1, t, 0, 4, MPI_COMM_WORLD, &st);
+    const std::vector<double>& x = dx.back();
+    const std::vector<int>& y = dy.back();
     EXPECT_EQ(x[1], -49.0);
     EXPECT_EQ(x[2], 3.0);
     EXPECT_EQ(x[4], 5.0);
@@ -382,13 +403,15 @@ TEST(DtypeP2P, FreedRequestsStillComplete) {
   // lands and the buffers are released later, by libhier.
   MPI_Datatype v = vec(4, 1, 2, MPI_DOUBLE);
   std::vector<double> s = iota_buf(32, 1.0), d(32, -1.0);
+  DeviceCopy ds(s), dd(d);
   if (rank() == 0) {
     MPI_Request r;
-    MPI_Isend(s.data(), 2, v, 1, 11, MPI_COMM_WORLD, &r);
+    MPI_Isend(ds.data(), 2, v, 1, 11, MPI_COMM_WORLD, &r);
     MPI_Request_free(&r);
     EXPECT_EQ(r, MPI_REQUEST_NULL);
   } else if (rank() == 1) {
-    MPI_Recv(d.data(), 2, v, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(dd.data(), 2, v, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    dd.back();
     EXPECT_EQ(d[0], 1.0);
     EXPECT_EQ(d[13], 14.0);
   }
@@ -403,17 +426,18 @@ TEST(DtypeP2P, FreedReceiveLands) {
   // complete by then, else at a later libhier call, here the completion calls of the loop.
   MPI_Datatype v = vec(4, 1, 2, MPI_DOUBLE);
   std::vector<double> s = iota_buf(32, 1.0), d(32, -1.0);
+  DeviceCopy ds(s), dd(d);
   int go = 1;
   if (rank() == 0) {
-    MPI_Send(s.data(), 2, v, 1, 13, MPI_COMM_WORLD);
+    MPI_Send(ds.data(), 2, v, 1, 13, MPI_COMM_WORLD);
     MPI_Send(&go, 1, MPI_INT, 1, 14, MPI_COMM_WORLD);
   } else if (rank() == 1) {
     MPI_Request r;
-    MPI_Irecv(d.data(), 2, v, 0, 13, MPI_COMM_WORLD, &r);
+    MPI_Irecv(dd.data(), 2, v, 0, 13, MPI_COMM_WORLD, &r);
     MPI_Recv(&go, 1, MPI_INT, 0, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Request_free(&r);
     EXPECT_EQ(r, MPI_REQUEST_NULL);
-    for (int spin = 0; spin < 1000000 && d[13] != 14.0; ++spin) {
+    for (int spin = 0; spin < 1000000 && dd.back()[13] != 14.0; ++spin) {
       MPI_Request none = MPI_REQUEST_NULL;
       int flag = 0;
       MPI_Test(&none, &flag, MPI_STATUS_IGNORE);
@@ -458,18 +482,20 @@ TEST(DtypeP2P, SendsThatCompleteAtOnceAreAllFinished) {
 TEST(DtypeP2P, TypeFreedWhileReceivePending) {
   MPI_Datatype v = vec(4, 1, 2, MPI_DOUBLE);
   std::vector<double> s = iota_buf(32, 1.0), d(32, -1.0);
+  DeviceCopy ds(s), dd(d);
   if (rank() == 1) {
     MPI_Request r;
-    MPI_Irecv(d.data(), 2, v, 0, 12, MPI_COMM_WORLD, &r);
+    MPI_Irecv(dd.data(), 2, v, 0, 12, MPI_COMM_WORLD, &r);
     MPI_Type_free(&v);  // legal: the pending operation keeps what it needs
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
+    dd.back();
     EXPECT_EQ(d[0], 1.0);
     EXPECT_EQ(d[1], -1.0);
     EXPECT_EQ(d[13], 14.0);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank() == 0) MPI_Send(s.data(), 2, v, 1, 12, MPI_COMM_WORLD);
+    if (rank() == 0) MPI_Send(ds.data(), 2, v, 1, 12, MPI_COMM_WORLD);
     MPI_Type_free(&v);
   }
 }

@@ -41,6 +41,13 @@ inline const DeviceFns* device_fns() {
   return fns;
 }
 
+// Whether the MPI under test takes device pointers (the stand-in's FAKE_GPU_AWARE=1): cases that
+// libhier leaves to the MPI on device memory (MPI_BOTTOM types of device addresses) need one.
+inline bool mpi_takes_device_pointers() {
+  const char* v = std::getenv("FAKE_GPU_AWARE");
+  return v && v[0] == '1';
+}
+
 namespace on_device_detail {
 template <class V>
 size_t bytes(const V& v) {
@@ -82,5 +89,37 @@ int on_device(Call call, V&... v) {
     return on_device_detail::run(*f, call, std::index_sequence_for<V...>{}, v...);
   return call(const_cast<void*>(static_cast<const void*>(v.data()))...);
 }
+
+// For calls that keep a buffer past their return (MPI_Isend / MPI_Irecv until the request
+// completes, MPI_BOTTOM types built from its addresses): vector v's copy in device memory for as
+// long as this object lives, when TEST_ON_DEVICE=1 and `on` (the libhier side of a test that also
+// runs the PMPI reference); else v's own memory. back() copies the device bytes into v.
+template <class V>
+class DeviceCopy {
+ public:
+  using T = typename V::value_type;
+  explicit DeviceCopy(V& v, bool on = true) : v_(v), f_(on ? device_fns() : nullptr) {
+    if (!f_) return;
+    p_ = static_cast<T*>(f_->alloc(bytes() ? bytes() : 1, 0));  // a new one: freed when done
+    f_->copy(p_, v.data(), bytes());
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() {
+    if (f_) f_->release(p_);
+  }
+  T* data() const { return f_ ? p_ : const_cast<T*>(v_.data()); }
+  // v's contents as the device holds them now (v itself when not on the device).
+  V& back() {
+    if (f_) f_->copy(const_cast<T*>(v_.data()), p_, bytes());
+    return v_;
+  }
+
+ private:
+  size_t bytes() const { return on_device_detail::bytes(v_); }
+  V& v_;
+  const DeviceFns* f_;
+  T* p_ = nullptr;
+};
 
 }  // namespace hier::test
