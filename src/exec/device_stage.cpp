@@ -110,9 +110,7 @@ int stage_out(const sched::Step& s, const StageView& v, const DeviceOps& dev, co
 bool stage_reserve(const sched::Schedule& s, const topo::Levels& lv, int64_t unit, ScratchSet& stage) {
   const size_t n = s.steps.size();
   for (size_t i = 0; i < n;) {
-    size_t j = i + 1;  // a wave's steps take slots 0, 1, ...; a step alone slot 0 (as Machine::issue)
-    if (s.steps[i].wave >= 0)
-      while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+    const size_t j = sched::group_end(s, i);  // step k of the group takes slot k - i (as Machine::issue)
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = s.steps[k];
       if (st.comm.on == sched::On::None) continue;  // local steps: kernels, nothing staged

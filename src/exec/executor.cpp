@@ -350,16 +350,13 @@ int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst
 void Machine::start_group() {
   if (in_flight_ || done()) return;
   ++groups_;
-  const size_t n = s_.steps.size();
   const size_t i = next_;
   if (s_.steps[i].wave < 0 && (!nonblocking_ || is_local(s_.steps[i]))) {
     rc_ = issue(s_.steps[i], nullptr, 0);  // blocking: complete on return
     next_ = i + 1;
     return;
   }
-  size_t j = i + 1;
-  if (s_.steps[i].wave >= 0)
-    while (j < n && s_.steps[j].wave == s_.steps[i].wave) ++j;
+  const size_t j = sched::group_end(s_, i);
   if (pending_.size() < j - i) pending_.resize(j - i);
   for (StagedOut& o : staged_) o.s = nullptr;
   if (b_.stage && b_.dev) stage_wave(i, j);
@@ -426,10 +423,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
   if (!tmp) return true;
   const size_t n = s.steps.size();
   for (size_t i = 0; i < n;) {
-    // A step alone uses slot 0; the steps of a wave their index in the wave (Machine::issue).
-    size_t j = i + 1;
-    if (s.steps[i].wave >= 0)
-      while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+    const size_t j = sched::group_end(s, i);  // step k of the group takes slot k - i (Machine::issue)
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = s.steps[k];
       if (st.kind != Kind::ReduceScatter && st.kind != Kind::Allgatherv) continue;
