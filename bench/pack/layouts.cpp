@@ -11,6 +11,58 @@
 
 namespace hier::bench {
 
+namespace {
+
+// A struct layout of n elements of T holding a float `x` and an int `id` (whatever else T has
+// is the gap the type skips): the pair as an MPI struct resized to sizeof(T), n of them as the
+// call's count, or (`one_type`) as ONE contiguous type of n with count 1 at the call, so that
+// the engine sees the repetition inside the type, not as the call's count. The floor is the loop
+// a user would write for the struct, element by element (b and n copied to locals: a store
+// through char* could alias the closure's copies). The host data lives for the process (one
+// array per T).
+template <class T>
+void float_int_struct(const char* name, int n, bool one_type, const std::function<void(const PackLayout&)>& fn) {
+  static std::vector<T> v;
+  v.assign(static_cast<size_t>(n), T{});
+  for (int i = 0; i < n; ++i) {
+    v[i].x = static_cast<float>(i);
+    v[i].id = i;
+  }
+  const int bl[2] = {1, 1};
+  const MPI_Aint da[2] = {offsetof(T, x), offsetof(T, id)};
+  const MPI_Datatype ts[2] = {MPI_FLOAT, MPI_INT};
+  MPI_Datatype s, r;
+  MPI_Type_create_struct(2, bl, da, ts, &s);
+  MPI_Type_create_resized(s, 0, sizeof(T), &r);
+  MPI_Type_free(&s);
+  int count = n;
+  if (one_type) {
+    MPI_Datatype c;
+    MPI_Type_contiguous(n, r, &c);
+    MPI_Type_free(&r);
+    r = c;
+    count = 1;
+  }
+  T* b = v.data();
+  fn({name, r, count, reinterpret_cast<char*>(b),
+      [=](char* p) {
+        const T* q = b;
+        for (int i = 0, m = n; i < m; ++i) {
+          std::memcpy(p + 8 * static_cast<int64_t>(i), &q[i].x, 4);
+          std::memcpy(p + 8 * static_cast<int64_t>(i) + 4, &q[i].id, 4);
+        }
+      },
+      [=](const char* p) {
+        T* q = b;
+        for (int i = 0, m = n; i < m; ++i) {
+          std::memcpy(&q[i].x, p + 8 * static_cast<int64_t>(i), 4);
+          std::memcpy(&q[i].id, p + 8 * static_cast<int64_t>(i) + 4, 4);
+        }
+      }});
+}
+
+}  // namespace
+
 void for_each_pack_layout(const std::function<void(const PackLayout&)>& fn) {
   // 1. Vectors: blocks of 4 B .. 512 B, stride twice the block, ~2 MiB packed.
   const int64_t total = 2 << 20;
@@ -136,102 +188,18 @@ void for_each_pack_layout(const std::function<void(const PackLayout&)>& fn) {
          }});
   }
 
-  // 4. Resized {float, int} struct: particle {float x; double pad; int id} -> x and id only.
-  {
-    struct P { float x; double pad; int id; };
-    const int n = 1 << 17;
-    static std::vector<P> ps(n);
-    for (int i = 0; i < n; ++i) ps[i] = {static_cast<float>(i), 0.0, i};
-    const int bl[2] = {1, 1};
-    const MPI_Aint da[2] = {offsetof(P, x), offsetof(P, id)};
-    const MPI_Datatype ts[2] = {MPI_FLOAT, MPI_INT};
-    MPI_Datatype s, r;
-    MPI_Type_create_struct(2, bl, da, ts, &s);
-    MPI_Type_create_resized(s, 0, sizeof(P), &r);
-    MPI_Type_free(&s);
-    P* b = ps.data();
-    fn({"resized struct {float,int} of 24 B, 128Ki", r, n, reinterpret_cast<char*>(b),
-         [=](char* p) {
-           for (int i = 0; i < n; ++i) {
-             std::memcpy(p + 8 * i, &b[i].x, 4);
-             std::memcpy(p + 8 * i + 4, &b[i].id, 4);
-           }
-         },
-         [=](const char* p) {
-           for (int i = 0; i < n; ++i) {
-             std::memcpy(&b[i].x, p + 8 * i, 4);
-             std::memcpy(&b[i].id, p + 8 * i + 4, 4);
-           }
-         }});
-  }
-
-  // 4b. The same pair with no gap: struct {float x; int id} resized to 8 B (issue 11 names this
-  // layout: 1.4x its hand-written loop in an earlier MPICH build). Packed, it is one contiguous
-  // run, so the floor is the loop a user would write for the struct, element by element.
-  {
-    struct Q { float x; int id; };
-    const int n = 1 << 17;
-    static std::vector<Q> qs(n);
-    for (int i = 0; i < n; ++i) qs[i] = {static_cast<float>(i), i};
-    const int bl[2] = {1, 1};
-    const MPI_Aint da[2] = {offsetof(Q, x), offsetof(Q, id)};
-    const MPI_Datatype ts[2] = {MPI_FLOAT, MPI_INT};
-    MPI_Datatype s, r;
-    MPI_Type_create_struct(2, bl, da, ts, &s);
-    MPI_Type_create_resized(s, 0, sizeof(Q), &r);
-    MPI_Type_free(&s);
-    Q* b = qs.data();
-    fn({"resized struct {float,int} of 8 B, 128Ki", r, n, reinterpret_cast<char*>(b),
-         [=](char* p) {
-           for (int i = 0; i < n; ++i) {
-             std::memcpy(p + 8 * i, &b[i].x, 4);
-             std::memcpy(p + 8 * i + 4, &b[i].id, 4);
-           }
-         },
-         [=](const char* p) {
-           for (int i = 0; i < n; ++i) {
-             std::memcpy(&b[i].x, p + 8 * i, 4);
-             std::memcpy(&b[i].id, p + 8 * i + 4, 4);
-           }
-         }});
-  }
-
-  // 4c. Issue 25's slow layout: struct {float x @0; int id @8} resized to 16 B, 2^20 of them in
-  // ONE contiguous type (count 1 at the call, so the engine sees the repetition inside the type,
-  // not as the call's count).
-  {
-    struct R { float x; int pad; int id; int pad2; };
-    static_assert(sizeof(R) == 16 && offsetof(R, id) == 8);
-    const int n = 1 << 20;
-    static std::vector<R> rs(n);
-    for (int i = 0; i < n; ++i) rs[i] = {static_cast<float>(i), 0, i, 0};
-    const int bl[2] = {1, 1};
-    const MPI_Aint da[2] = {offsetof(R, x), offsetof(R, id)};
-    const MPI_Datatype ts[2] = {MPI_FLOAT, MPI_INT};
-    MPI_Datatype s, r, c;
-    MPI_Type_create_struct(2, bl, da, ts, &s);
-    MPI_Type_create_resized(s, 0, sizeof(R), &r);
-    MPI_Type_contiguous(n, r, &c);
-    MPI_Type_free(&s);
-    MPI_Type_free(&r);
-    R* b = rs.data();
-    fn({"struct {float@0,int@8} of 16 B, 1Mi in one contiguous", c, 1, reinterpret_cast<char*>(b),
-         // (b and n copied to locals: a store through char* could alias the closure's copies.)
-         [=](char* p) {
-           const R* q = b;
-           for (int i = 0, m = n; i < m; ++i) {
-             std::memcpy(p + 8 * static_cast<int64_t>(i), &q[i].x, 4);
-             std::memcpy(p + 8 * static_cast<int64_t>(i) + 4, &q[i].id, 4);
-           }
-         },
-         [=](const char* p) {
-           R* q = b;
-           for (int i = 0, m = n; i < m; ++i) {
-             std::memcpy(&q[i].x, p + 8 * static_cast<int64_t>(i), 4);
-             std::memcpy(&q[i].id, p + 8 * static_cast<int64_t>(i) + 4, 4);
-           }
-         }});
-  }
+  // 4. Resized {float, int} structs (float_int_struct): a particle {float x; double pad; int id}
+  // -> x and id only; the same pair with no gap, {float x; int id} resized to 8 B (issue 11
+  // names this layout: 1.4x its hand-written loop in an earlier MPICH build; packed, it is one
+  // contiguous run); issue 25's slow layout, {float x @0; int id @8} resized to 16 B, 2^20 of
+  // them in one contiguous type.
+  struct P { float x; double pad; int id; };
+  struct Q { float x; int id; };
+  struct R { float x; int pad; int id; int pad2; };
+  static_assert(sizeof(R) == 16 && offsetof(R, id) == 8);
+  float_int_struct<P>("resized struct {float,int} of 24 B, 128Ki", 1 << 17, false, fn);
+  float_int_struct<Q>("resized struct {float,int} of 8 B, 128Ki", 1 << 17, false, fn);
+  float_int_struct<R>("struct {float@0,int@8} of 16 B, 1Mi in one contiguous", 1 << 20, true, fn);
 
   // 5. DDTBench-style patterns.
   {

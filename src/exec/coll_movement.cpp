@@ -161,10 +161,8 @@ std::optional<Ran> gather_all(Coll coll, const void* sendbuf, int sendcount, MPI
     UserBlocks blocks(nullptr, 0, st, static_cast<char*>(recvbuf), rt, uniform ? nullptr : counts.data(),
                       displs ? displs->data() : nullptr, counts[0], device_ops());
     b.send = src;
-    b.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
     b.blocks = &blocks;
-    bind_device(b, *p->ctx);
-    return run(s, *p->ctx->levels, b);
+    return run_on_device(s, b, *p->ctx);
   }
   auto mem = memory(*p, s.scratch, st.dense ? 0 : bytes[rank]);
   if (!mem) return MPI_ERR_NO_MEM;
@@ -256,9 +254,7 @@ std::optional<Ran> bcast(void* buffer, int count, MPI_Datatype type, int root, M
   Binding b;
   if (device_call()) {  // a dense device buffer (core/dispatch_coll.hpp), in place
     b.recv = static_cast<char*>(buffer);
-    b.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
-    bind_device(b, *p->ctx);
-    return run(s, *p->ctx->levels, b);
+    return run_on_device(s, b, *p->ctx);
   }
   auto mem = memory(*p, s.scratch, t.dense ? 0 : bytes);
   if (!mem) return MPI_ERR_NO_MEM;
@@ -338,9 +334,7 @@ std::optional<Ran> alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
   Binding b;
   b.blocks = &blocks;
   if (dev) {
-    b.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
-    bind_device(b, *p->ctx);
-    return run(s, *p->ctx->levels, b);
+    return run_on_device(s, b, *p->ctx);
   }
   auto mem = memory(*p, s.scratch, 0);
   if (!mem) return MPI_ERR_NO_MEM;
@@ -424,9 +418,7 @@ std::optional<Ran> gather(const void* sendbuf, int sendcount, MPI_Datatype sendt
   bd.blocks = &blocks;
   if (dev) {
     bd.send = src;
-    bd.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
-    bind_device(bd, *p->ctx);
-    return run(s, *p->ctx->levels, bd);
+    return run_on_device(s, bd, *p->ctx);
   }
   auto mem = memory(*p, s.scratch, st.dense ? 0 : b);
   if (!mem) return MPI_ERR_NO_MEM;
@@ -487,9 +479,7 @@ std::optional<Ran> scatter(const void* sendbuf, int sendcount, MPI_Datatype send
   bd.blocks = &blocks;
   if (dev) {
     bd.recv = x->in_place ? nullptr : static_cast<char*>(recvbuf);
-    bd.scratch = p->ctx->dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
-    bind_device(bd, *p->ctx);
-    return run(s, *p->ctx->levels, bd);
+    return run_on_device(s, bd, *p->ctx);
   }
   auto mem = memory(*p, s.scratch, staged ? b : 0);
   if (!mem) return MPI_ERR_NO_MEM;

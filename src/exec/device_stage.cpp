@@ -9,81 +9,12 @@
 #include "exec/device_steps.hpp"
 #include "exec/executor.hpp"
 #include "sched/ir.hpp"
+#include "sched/pieces.hpp"
 
 namespace hier::exec {
 namespace {
 
-using sched::Kind;
-
-enum class Side : uint8_t { ReadSrc, ReadDst, WriteDst };
-
-// Every piece of a buffer that the PMPI call of step s reads or writes on this rank, as
-// f(side, offset, bytes) with offsets from the step's src or dst address: the same arguments
-// Machine::issue hands the MPI (exec/executor.cpp), kind by kind. In place, the MPI reads this
-// rank's own piece from dst, and a written span may include it (then it is read first, so that
-// copying the span back rewrites it unchanged).
-template <class F>
-void for_each_piece(const sched::Step& s, const StageView& v, F&& f) {
-  const int64_t u = v.unit, n = s.count;
-  const int me = v.me, p = v.size;
-  auto cnt = [&](int i) { return i < static_cast<int>(s.counts.size()) ? s.counts[i] : 0; };
-  auto dsp = [&](int i) { return i < static_cast<int>(s.displs.size()) ? s.displs[i] : 0; };
-  const Side in = s.in_place ? Side::ReadDst : Side::ReadSrc;
-  switch (s.kind) {
-    case Kind::Allreduce:
-      f(in, 0, n * u);
-      f(Side::WriteDst, 0, n * u);
-      return;
-    case Kind::ReduceScatter: {
-      int64_t all = 0;
-      for (int i = 0; i < p; ++i) all += cnt(i);
-      f(Side::ReadSrc, 0, all * u);
-      f(Side::WriteDst, 0, cnt(me) * u);
-      return;
-    }
-    case Kind::Allgather:
-      f(in, s.in_place ? me * n * u : 0, n * u);
-      f(Side::WriteDst, 0, p * n * u);
-      return;
-    case Kind::Allgatherv:
-      f(in, s.in_place ? dsp(me) * u : 0, cnt(me) * u);
-      for (int i = 0; i < p; ++i) f(Side::WriteDst, dsp(i) * u, cnt(i) * u);
-      return;
-    case Kind::Bcast: f(me == s.root ? Side::ReadDst : Side::WriteDst, 0, n * u); return;
-    case Kind::Scatterv:
-      if (me == s.root)
-        for (int i = 0; i < p; ++i) f(Side::ReadSrc, dsp(i) * u, cnt(i) * u);
-      if (me != s.root || !s.in_place) f(Side::WriteDst, 0, cnt(me) * u);
-      return;
-    case Kind::Gatherv:
-      if (me != s.root) {
-        f(Side::ReadSrc, 0, cnt(me) * u);
-        return;
-      }
-      f(in, s.in_place ? dsp(me) * u : 0, cnt(me) * u);
-      for (int i = 0; i < p; ++i) f(Side::WriteDst, dsp(i) * u, cnt(i) * u);
-      return;
-    case Kind::Reduce:
-      f(me == s.root ? in : Side::ReadSrc, 0, n * u);
-      if (me == s.root) f(Side::WriteDst, 0, n * u);
-      return;
-    case Kind::Alltoall:
-      f(Side::ReadSrc, 0, p * n * u);
-      f(Side::WriteDst, 0, p * n * u);
-      return;
-    case Kind::Alltoallv:
-      for (int i = 0; i < p; ++i) {
-        f(Side::ReadSrc, dsp(i) * u, cnt(i) * u);
-        const int64_t rc = i < static_cast<int>(s.rcounts.size()) ? s.rcounts[i] : 0;
-        const int64_t rd = i < static_cast<int>(s.rdispls.size()) ? s.rdispls[i] : 0;
-        f(Side::WriteDst, rd * u, rc * u);
-      }
-      return;
-    case Kind::Send: f(Side::ReadSrc, 0, n * u); return;
-    case Kind::Recv: f(Side::WriteDst, 0, n * u); return;
-    default: return;  // Barrier: no bytes
-  }
-}
+using sched::Side;
 
 // Widens [lo, hi) to hold [off, off + bytes) (empty spans start at the first piece).
 void widen(int64_t& lo, int64_t& hi, int64_t off, int64_t bytes) {
@@ -99,9 +30,17 @@ void widen(int64_t& lo, int64_t& hi, int64_t off, int64_t bytes) {
 
 }  // namespace
 
+bool stage_view(const sched::Step& s, MPI_Comm c, int64_t unit, StageView& v) {
+  int me = 0, size = 1;
+  if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &me) != MPI_SUCCESS || PMPI_Comm_size(c, &size) != MPI_SUCCESS)
+    return false;
+  v = sched::piece_view(s, me, size, unit);
+  return true;
+}
+
 StageLayout stage_layout(const sched::Step& s, const StageView& v) {
   StageLayout l;
-  for_each_piece(s, v, [&l](Side side, int64_t off, int64_t bytes) {
+  sched::for_each_piece(s, v, [&l](Side side, int64_t off, int64_t bytes) {
     if (side == Side::ReadSrc) widen(l.src_lo, l.src_hi, off, bytes);
     else widen(l.dst_lo, l.dst_hi, off, bytes);
   });
@@ -138,7 +77,7 @@ int stage_in(const sched::Step& s, const StageView& v, const DeviceOps& dev, con
   *host_src = src_dev ? host - l.src_lo : const_cast<char*>(src);
   *host_dst = dst_dev ? host + l.dst_at() - l.dst_lo : dst;
   int rc = MPI_SUCCESS;
-  for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
+  sched::for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
     if (rc != MPI_SUCCESS || bytes <= 0) return;
     if (side == Side::ReadSrc && src_dev) rc = dev.copy(*host_src + off, src + off, bytes);
     if (side == Side::ReadDst && dst_dev) rc = dev.copy(*host_dst + off, dst + off, bytes);
@@ -162,7 +101,7 @@ int stage_wait(const DeviceOps& dev, void* ready) {
 
 int stage_out(const sched::Step& s, const StageView& v, const DeviceOps& dev, const char* host_dst, char* dst) {
   int rc = MPI_SUCCESS;
-  for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
+  sched::for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
     if (rc == MPI_SUCCESS && side == Side::WriteDst && bytes > 0) rc = dev.copy(dst + off, host_dst + off, bytes);
   });
   return rc;
@@ -171,17 +110,14 @@ int stage_out(const sched::Step& s, const StageView& v, const DeviceOps& dev, co
 bool stage_reserve(const sched::Schedule& s, const topo::Levels& lv, int64_t unit, ScratchSet& stage) {
   const size_t n = s.steps.size();
   for (size_t i = 0; i < n;) {
-    size_t j = i + 1;  // a wave's steps take slots 0, 1, ...; a step alone slot 0 (as Machine::issue)
-    if (s.steps[i].wave >= 0)
-      while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+    const size_t j = sched::group_end(s, i);  // step k of the group takes slot k - i (as Machine::issue)
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = s.steps[k];
       if (st.comm.on == sched::On::None) continue;  // local steps: kernels, nothing staged
       const MPI_Comm c = level_comm(st.comm, lv);
-      StageView v{0, 1, st.bytes ? 1 : unit};
-      if (c == MPI_COMM_NULL || PMPI_Comm_rank(c, &v.me) != MPI_SUCCESS || PMPI_Comm_size(c, &v.size) != MPI_SUCCESS)
+      StageView v;
+      if (!stage_view(st, c, unit, v) || !stage[k - i].get(static_cast<size_t>(stage_layout(st, v).bytes())))
         return false;
-      if (!stage[k - i].get(static_cast<size_t>(stage_layout(st, v).bytes()))) return false;
     }
     i = j;
   }

@@ -14,13 +14,15 @@
 // unchanged. stage_reserve takes it at the schedule's cache miss, before the ranks agree.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 
 #include "exec/scratch.hpp"
+#include "sched/pieces.hpp"
 
 namespace hier::sched {
 struct Schedule;
-struct Step;
 }  // namespace hier::sched
 namespace hier::topo {
 struct Levels;
@@ -31,11 +33,12 @@ namespace hier::exec {
 class DeviceOps;
 
 // This rank's view of a message step: its rank and size in the step's communicator, and the
-// bytes per unit of the step's counts (1 for steps on records and byte schedules).
-struct StageView {
-  int me = 0, size = 1;
-  int64_t unit = 1;
-};
+// bytes per unit of the step's counts (1 for steps on records and byte schedules). The pieces
+// staged are sched::for_each_piece's (sched/pieces.hpp), the walk the model prices too.
+using StageView = sched::PieceView;
+// The view of step s on level communicator c (`unit`: bytes per element of the schedule's
+// element steps); false where c is null or does not answer.
+bool stage_view(const sched::Step& s, MPI_Comm c, int64_t unit, StageView& v);
 
 // The host area of one staged step: the spans (bytes from the step's src and dst addresses)
 // of what the MPI reads from src, and reads (in place) or writes in dst.

@@ -175,6 +175,12 @@ void bind_device(Binding& b, Context& ctx) {
   }
 }
 
+int run_on_device(const sched::Schedule& s, Binding& b, Context& ctx) {
+  b.scratch = ctx.dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+  bind_device(b, ctx);
+  return run(s, *ctx.levels, b);
+}
+
 bool reserve_device(Context& ctx, const sched::Schedule& s, int64_t scratch_bytes, const TypeInfo* info) {
   if (!ctx.device_module) return true;
   if (util::injected_failure("device_scratch")) return false;  // tests: out of device memory

@@ -81,6 +81,9 @@ struct Binding;
 struct Context;
 struct TypeInfo;
 void bind_device(Binding& b, Context& ctx);
+// A blocking call's byte schedule s on device buffers: b bound as above, its scratch the device
+// scratch reserve_device took at the schedule's miss (s.scratch bytes), then run.
+int run_on_device(const sched::Schedule& s, Binding& b, Context& ctx);
 
 // At a schedule's cache miss, on a rank that may bind device buffers (Context::device_module):
 // device scratch of `scratch_bytes` and the device buffers of the schedule's own exchanges, so

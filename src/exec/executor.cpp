@@ -198,13 +198,9 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
 // a wave the copies of one step overlap the messages of the others. libhier's own exchanges then
 // run on host memory.
 int Machine::stage_step(const sched::Step& s, size_t slot) {
-  const MPI_Comm c = comm_of(s.comm, lv_);
-  if (c == MPI_COMM_NULL) return MPI_ERR_COMM;
   if (staged_in_.size() <= slot) staged_in_.resize(slot + 1);
   StagedIn& in = staged_in_[slot];
-  in.v = StageView{0, 1, s.bytes ? 1 : b_.stride};
-  PMPI_Comm_rank(c, &in.v.me);
-  PMPI_Comm_size(c, &in.v.size);
+  if (!stage_view(s, comm_of(s.comm, lv_), b_.stride, in.v)) return MPI_ERR_COMM;
   char* host = (*b_.stage)[slot].get(static_cast<size_t>(stage_layout(s, in.v).bytes()));  // reserved at the miss
   if (!host) return MPI_ERR_NO_MEM;
   in.queued = true;
@@ -227,7 +223,7 @@ int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {
   staged_in_[slot] = StagedIn{};
   if (const int rc = stage_wait(*b_.dev, in.ready); rc != MPI_SUCCESS) return rc;
   const int rc = issue_at(s, pd, in.host_src, in.host_dst, nullptr, b_.stage_tmp ? &(*b_.stage_tmp)[slot] : nullptr);
-  StagedOut o{on_device(s.dst) ? &s : nullptr, at(s.dst), in.host_dst, in.v.me, in.v.size, in.v.unit};
+  StagedOut o{on_device(s.dst) ? &s : nullptr, at(s.dst), in.host_dst, in.v};
   if (!pd) return rc == MPI_SUCCESS ? stage_back(o) : rc;
   if (staged_.size() <= slot) staged_.resize(slot + 1);
   staged_[slot] = o;
@@ -237,12 +233,14 @@ int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {
 int Machine::stage_back(StagedOut& o) {
   if (!o.s) return MPI_SUCCESS;
   queued_ = true;  // flush() waits for the copies before the next message step reuses the slot
-  const int rc = stage_out(*o.s, StageView{o.me, o.size, o.unit}, *b_.dev, o.host_dst, o.dst);
+  const int rc = stage_out(*o.s, o.v, *b_.dev, o.host_dst, o.dst);
   o.s = nullptr;
   return rc;
 }
 
 // The message step s on src / dst (the binding's buffers, or their staged host copies).
+// sched::for_each_piece (sched/pieces.hpp) walks, as bytes, what each kind passes the MPI here:
+// device staging copies those pieces and the model prices them, so a change here goes there too.
 int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst_at, const DeviceOps* dev,
                       Scratch* tmp) {
   // Steps on records move bytes: MPI_BYTE, and no element type for the direct / padded forms.
@@ -352,16 +350,13 @@ int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst
 void Machine::start_group() {
   if (in_flight_ || done()) return;
   ++groups_;
-  const size_t n = s_.steps.size();
   const size_t i = next_;
   if (s_.steps[i].wave < 0 && (!nonblocking_ || is_local(s_.steps[i]))) {
     rc_ = issue(s_.steps[i], nullptr, 0);  // blocking: complete on return
     next_ = i + 1;
     return;
   }
-  size_t j = i + 1;
-  if (s_.steps[i].wave >= 0)
-    while (j < n && s_.steps[j].wave == s_.steps[i].wave) ++j;
+  const size_t j = sched::group_end(s_, i);
   if (pending_.size() < j - i) pending_.resize(j - i);
   for (StagedOut& o : staged_) o.s = nullptr;
   if (b_.stage && b_.dev) stage_wave(i, j);
@@ -428,10 +423,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
   if (!tmp) return true;
   const size_t n = s.steps.size();
   for (size_t i = 0; i < n;) {
-    // A step alone uses slot 0; the steps of a wave their index in the wave (Machine::issue).
-    size_t j = i + 1;
-    if (s.steps[i].wave >= 0)
-      while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+    const size_t j = sched::group_end(s, i);  // step k of the group takes slot k - i (Machine::issue)
     for (size_t k = i; k < j; ++k) {
       const sched::Step& st = s.steps[k];
       if (st.kind != Kind::ReduceScatter && st.kind != Kind::Allgatherv) continue;

@@ -114,8 +114,7 @@ class Machine {
     const sched::Step* s = nullptr;
     char* dst = nullptr;
     const char* host_dst = nullptr;
-    int me = 0, size = 1;
-    int64_t unit = 1;
+    StageView v;
   };
   std::vector<StagedOut> staged_;
   // Their host copies, queued ahead of the wave's issue (stage_wave): the addresses the PMPI call

@@ -520,9 +520,7 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
   double t = 0;
   const size_t n = mine.steps.size();
   for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    if (mine.steps[i].wave >= 0)
-      while (j < n && mine.steps[j].wave == mine.steps[i].wave) ++j;
+    const size_t j = sched::group_end(mine, i);
     // The CPU's work (local copies, reductions) runs one piece after another; communication on
     // one level too (a step through the segment included), while the two levels overlap
     // (Model::overlap).

@@ -4,41 +4,9 @@
 #include <algorithm>
 
 #include "model/cost.hpp"
+#include "sched/pieces.hpp"
 
 namespace hier::model {
-
-namespace {
-
-using sched::Kind;
-
-// The bytes a staged message step copies device -> host before its PMPI call (in) and back
-// after it (out), on this rank: the step's reads and writes as exec/device_stage.cpp mirrors
-// them, taken for the busiest rank of the step (the root of a rooted one).
-struct Staged {
-  double in = 0, out = 0;
-};
-
-Staged staged_bytes(const sched::Step& st, int members, int64_t ub) {
-  const double n = static_cast<double>(st.count * ub), p = std::max(members, 1);
-  const double all = static_cast<double>(counts_total(st.counts) * ub);
-  switch (st.kind) {
-    case Kind::Allreduce:
-    case Kind::Reduce: return {n, n};
-    case Kind::ReduceScatter: return {all, all / p};
-    case Kind::Allgather: return {n, n * p};
-    case Kind::Allgatherv: return {all / p, all};
-    case Kind::Bcast: return {n, n};
-    case Kind::Alltoall: return {n * p, n * p};
-    case Kind::Alltoallv: return {static_cast<double>(counts_total(st.counts) * ub), static_cast<double>(counts_total(st.rcounts) * ub)};
-    case Kind::Scatterv:
-    case Kind::Gatherv: return {all, all};
-    case Kind::Send: return {n, 0};
-    case Kind::Recv: return {0, n};
-    default: return {0, 0};
-  }
-}
-
-}  // namespace
 
 const char* to_string(Placement p) {
   switch (p) {
@@ -67,11 +35,14 @@ double device_local_ns(const Model& m) { return m.placement == Placement::Host ?
 double device_message_ns(const sched::Step& st, int members, int64_t ub, const Model& m) {
   if (m.placement == Placement::Host) return 0;
   if (m.placement == Placement::Device) return m.device.step_ns;
-  if (st.bytes) ub = 1;  // steps on records move bytes
-  const Staged b = staged_bytes(st, members, ub);
+  // The bytes exec/device_stage.cpp copies device -> host before the PMPI call (read) and back
+  // after it (written), from the one walk of the step's pieces both use, on the busiest rank
+  // of each side.
+  const sched::PieceBytes b = sched::most_piece_bytes(st, members, ub);
   // The wait before the step, the copy in (synchronized) and the copies back (waited for
   // before the next message step): three waits of the stream.
-  return 3 * m.device.step_ns + b.in * m.device.d2h_ns_per_byte + b.out * m.device.h2d_ns_per_byte;
+  return 3 * m.device.step_ns + static_cast<double>(b.read) * m.device.d2h_ns_per_byte +
+         static_cast<double>(b.written) * m.device.h2d_ns_per_byte;
 }
 
 double device_flat_ns(config::Coll coll, int64_t bytes, int ranks, const Model& m) {

@@ -74,6 +74,14 @@ bool padded_allgatherv(const Step& st, int64_t elem_bytes, int64_t from) {
   return st.kind == Kind::Allgatherv && total(st) * (elem_bytes > 0 && !st.bytes ? elem_bytes : 1) >= from;
 }
 
+size_t group_end(const Schedule& s, size_t i) {
+  const size_t n = s.steps.size();
+  size_t j = i + 1;
+  if (i < n && s.steps[i].wave >= 0)
+    while (j < n && s.steps[j].wave == s.steps[i].wave) ++j;
+  return j;
+}
+
 int64_t count_of(const Schedule& s, Kind k) {
   int64_t n = 0;
   for (const Step& st : s.steps)

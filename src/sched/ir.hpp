@@ -118,6 +118,12 @@ struct Schedule {
 bool direct_reduce_scatter(const Step& st, int64_t elem_bytes, int64_t from);
 bool padded_allgatherv(const Step& st, int64_t elem_bytes, int64_t from);
 
+// The end of the group of steps that starts at step i: the consecutive steps of its wave
+// (started together; step k of a group takes slot k of the executor's scratch and staging), or
+// i + 1 for a step alone (wave -1). The executor, its reservations at the cache miss and the
+// model all walk a schedule group by group with it.
+size_t group_end(const Schedule& s, size_t i);
+
 // The sum of the counts of the steps of kind `k` (e.g. the values a quantized schedule
 // quantizes, over all its chunks when pipelined).
 int64_t count_of(const Schedule& s, Kind k);

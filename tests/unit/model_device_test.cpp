@@ -3,7 +3,9 @@
 // file's "device" section (or the assumed built-ins), and the decisions they change.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "model/cost.hpp"
 #include "model/cost_device.hpp"
@@ -12,6 +14,7 @@
 #include "model/tune_schema.hpp"
 #include "model_testing.hpp"
 #include "sched/build.hpp"
+#include "sched/pieces.hpp"
 
 namespace {
 
@@ -50,6 +53,115 @@ TEST(CostDevice, MessageStepByHand) {
   EXPECT_DOUBLE_EQ(model::device_message_ns(st, 4, 1, model::on_device(m, Placement::Staged)), 300.0 + 1000 + 8000);
   EXPECT_DOUBLE_EQ(model::device_local_ns(model::on_device(m, Placement::Device)), 100.0);
   EXPECT_DOUBLE_EQ(model::device_local_ns(m), 0.0);
+}
+
+// What the model prices a staged step's copies at, isolated: bytes in (device -> host, 1 ns/B)
+// and bytes out (host -> device, 1 ns/B), no waits.
+struct Priced {
+  double in = 0, out = 0;
+};
+Priced priced(const sched::Step& st, int members, int64_t ub) {
+  model::Model m = model::on_device(simple(), Placement::Staged);
+  m.device = model::DeviceRates{};
+  m.device.step_ns = 0;
+  m.device.d2h_ns_per_byte = 1, m.device.h2d_ns_per_byte = 0;
+  Priced p;
+  p.in = model::device_message_ns(st, members, ub, m);
+  m.device.d2h_ns_per_byte = 0, m.device.h2d_ns_per_byte = 1;
+  p.out = model::device_message_ns(st, members, ub, m);
+  return p;
+}
+
+// What exec/device_stage.cpp copies for step st with every buffer on the device, on each rank of
+// its `members`: the pieces read (copied in before the PMPI call) and written (copied back after
+// it), walked by sched::for_each_piece as stage_in / stage_out walk them. The most over the ranks
+// of each side is what the model must price.
+Priced staged_by_every_rank(const sched::Step& st, int members, int64_t ub) {
+  Priced most;
+  for (int me = 0; me < members; ++me) {
+    double in = 0, out = 0;
+    sched::for_each_piece(st, sched::piece_view(st, me, members, ub), [&](sched::Side side, int64_t, int64_t bytes) {
+      (side == sched::Side::WriteDst ? out : in) += static_cast<double>(bytes);
+    });
+    most.in = std::max(most.in, in);
+    most.out = std::max(most.out, out);
+  }
+  return most;
+}
+
+// By hand, the case the model's own rule got wrong: a gatherv of counts {1, 2, 3, 4} floats
+// among 4, root 0 in place. The root copies in only its own piece (4 B) and back the whole
+// gather (40 B); the busiest sender copies in 16 B. In: 16 B, out: 40 B (the model's former
+// rule priced 40 B in as well).
+TEST(CostDevice, StagedGathervByHand) {
+  sched::Step st;
+  st.kind = sched::Kind::Gatherv;
+  st.comm.on = sched::On::Node;
+  st.in_place = true;
+  st.counts = {1, 2, 3, 4};
+  st.displs = {0, 1, 3, 6};
+  const Priced p = priced(st, 4, 4);
+  EXPECT_DOUBLE_EQ(p.in, 16.0);
+  EXPECT_DOUBLE_EQ(p.out, 40.0);
+}
+
+// The model's staged bytes equal what the stager copies, step by step, on the busiest rank of
+// each side, for the message steps of every rank's schedule of a few collectives on 2 x 4 and
+// 3 x 3 (uneven counts, roots, in place, steps on records), and for each kind with counts that
+// favour no rank.
+TEST(CostDevice, StagedBytesAreTheStagersCopies) {
+  using sched::Algorithm;
+  std::vector<sched::Schedule> all;
+  for (const hier::topo::Shape& s : {model::two_level(2, 4), model::two_level(3, 3)}) {
+    const int n = s.size;
+    std::vector<int64_t> uneven(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) uneven[r] = 7 + 5 * r;
+    for (int r = 0; r < n; ++r) {
+      all.push_back(sched::build_allreduce(s, r, 1001, r % 2 == 0, Algorithm::RsArAg, false));
+      all.push_back(sched::build_reduce_scatter(s, r, uneven, false));
+      all.push_back(sched::build_allgather(s, r, uneven));
+      for (Algorithm a : {Algorithm::ScatterAllgather, Algorithm::TwoStep, Algorithm::Tree})
+        all.push_back(sched::build_bcast(s, r, 4099, n - 1, a));
+      for (Algorithm a : {Algorithm::RsReduceGather, Algorithm::TwoStep, Algorithm::Tree})
+        all.push_back(sched::build_reduce(s, r, 999, 1, r == 1, a));
+      all.push_back(sched::build_alltoall(s, r, 37));
+      all.push_back(sched::build_gather(s, r, 53, 2));
+      all.push_back(sched::build_scatter(s, r, 53, 2, r == 2));
+      all.push_back(sched::build_barrier(s, r));
+    }
+  }
+  int steps = 0;
+  for (const sched::Schedule& sc : all)
+    for (const sched::Step& st : sc.steps) {
+      if (st.comm.on == sched::On::None) continue;
+      const int members = st.counts.empty() ? 4 : static_cast<int>(st.counts.size());
+      const int64_t ub = sc.unit == sched::Unit::Bytes ? 1 : 4;
+      const Priced model = priced(st, members, ub), stager = staged_by_every_rank(st, members, ub);
+      EXPECT_DOUBLE_EQ(model.in, stager.in) << sc.name << ": " << sched::to_string(st.kind);
+      EXPECT_DOUBLE_EQ(model.out, stager.out) << sc.name << ": " << sched::to_string(st.kind);
+      ++steps;
+    }
+  EXPECT_GT(steps, 100);
+  // Every kind with a PMPI call, on counts largest at a rank that is not the root.
+  for (sched::Kind k : {sched::Kind::ReduceScatter, sched::Kind::Allreduce, sched::Kind::Allgather,
+                        sched::Kind::Allgatherv, sched::Kind::Bcast, sched::Kind::Scatterv, sched::Kind::Gatherv,
+                        sched::Kind::Reduce, sched::Kind::Alltoall, sched::Kind::Alltoallv, sched::Kind::Send,
+                        sched::Kind::Recv})
+    for (bool in_place : {false, true}) {
+      sched::Step st;
+      st.kind = k;
+      st.comm.on = sched::On::Node;
+      st.in_place = in_place;
+      st.count = 11;
+      st.root = 1;
+      st.counts = {3, 1, 9, 2, 5};
+      st.displs = {0, 3, 4, 13, 15};
+      st.rcounts = {2, 2, 8, 1, 1};
+      st.rdispls = {0, 2, 4, 12, 13};
+      const Priced model = priced(st, 5, 8), stager = staged_by_every_rank(st, 5, 8);
+      EXPECT_DOUBLE_EQ(model.in, stager.in) << sched::to_string(k) << (in_place ? " in place" : "");
+      EXPECT_DOUBLE_EQ(model.out, stager.out) << sched::to_string(k) << (in_place ? " in place" : "");
+    }
 }
 
 // The flat path on a staged communicator copies the whole buffers: an allreduce of 4096 B both
