@@ -62,7 +62,7 @@ using Bytes = Mirror<std::vector<char>>;
 
 // NB_QUICK=1 (the device variants, which run every case once more): the two long sweeps
 // thinned so that each dimension's values still all occur (see Ialltoall, Irooted), and
-// ManyRounds shortened.
+// ManyRounds and the persistent test's rounds shortened (100 to 25 and 20).
 bool quick() {
   static const bool q = std::getenv("NB_QUICK") != nullptr;
   return q;
@@ -817,7 +817,7 @@ TEST(Persistent, HundredStartsWithChangingData) {
       case 10: PMPI_Scatter(p.in.data(), n, MPI_INT, p.ref.data(), n, MPI_INT, p.root, c); break;
     }
   };
-  for (int round = 0; round < 100; ++round) {
+  for (int round = 0; round < (quick() ? 20 : 100); ++round) {
     for (size_t k = 0; k < ps.size(); ++k) {
       refill(ps[k], rank, round);
       if (k == 1) {  // bcast: the root's data in both buffers
