@@ -14,6 +14,7 @@
 
 #include "config/config.hpp"
 #include "core/colls.hpp"
+#include "core/staged_persistent.hpp"
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
@@ -30,9 +31,10 @@ struct UserBuf {
   bool written;       // results land here
   int root = -1;      // >= 0: used only at that rank (the MPI ignores it elsewhere)
   int64_t offset = 0; // bytes from the pointer to the staged elements' start (a Span's lo)
-  // The first byte the call touches (where the buffer's memory kind is asked: a v-form's pointer
-  // itself may lie outside the allocation its blocks are in).
-  const void* first() const { return static_cast<const char*>(*slot) + offset; }
+  // Where the buffer lives: the kind of the first byte the call touches, the staged elements' first
+  // touched byte (a v-form's pointer, or one whose datatype starts after it or before it, may lie
+  // outside the allocation its bytes are in). Every question about the buffer asks this.
+  device::MemKind kind() const { return device::classify_typed(static_cast<const char*>(*slot) + offset, count, type); }
 };
 
 // The bytes the blocks of a v- or w-form's buffer touch, [lo, hi) from its address: block i is
@@ -70,7 +72,7 @@ struct Shape {
     device::MemKind k = device::MemKind::Host;
     if (device::runtime() == device::Runtime::None) return k;  // the common case: no query
     for (int i = 0; i < n; ++i)
-      if (used(i)) k = device::worst(k, device::classify(buf[i].first()));
+      if (used(i)) k = device::worst(k, buf[i].kind());
     return k;
   }
 };
@@ -280,82 +282,42 @@ Shape forwarded_shape(Args&... a) {
   else static_assert(B != B, "not a blocking form in core/forwarded_colls.def");
 }
 
-// Host copies of this rank's device buffers, swapped into the arguments; copied back (the
-// written ones) by finish(). For a rank with device buffers on a communicator that runs host
-// schedules: the MPI is not GPU-aware, or the runtime was loaded after the agreement.
-class Staged {
- public:
-  explicit Staged(Shape& s) : s_(s) {
-    for (int i = 0; i < s.n; ++i) {
-      if (!s.used(i) || device::classify(s.buf[i].first()) == device::MemKind::Host) continue;
-      dev_[i] = *s.buf[i].slot;
-      st_[i].emplace(at(dev_[i], s.buf[i].offset), s.buf[i].count, s.buf[i].type);
-      if (st_[i]->rc() != MPI_SUCCESS) {
-        rc_ = st_[i]->rc();
-        return;
-      }
-      *s.buf[i].slot = at(st_[i]->host(), -s.buf[i].offset);
-    }
-  }
-  int rc() const { return rc_; }
-  // Restores the user's pointers without copying anything back (the copies are dropped).
-  void cancel() {
-    for (int i = 0; i < s_.n; ++i)
-      if (st_[i]) {
-        *s_.buf[i].slot = dev_[i];
-        st_[i].reset();
-      }
-  }
-  // Copies results back and restores the user's pointers.
-  int finish() {
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < s_.n; ++i) {
-      if (!st_[i]) continue;
-      if (s_.buf[i].written && rc == MPI_SUCCESS) rc = st_[i]->copy_back(const_cast<void*>(at(dev_[i], s_.buf[i].offset)));
-      *s_.buf[i].slot = dev_[i];
-    }
-    return rc;
-  }
-
- private:
-  static const void* at(const void* p, int64_t bytes) { return static_cast<const char*>(p) + bytes; }
-  Shape& s_;
-  const void* dev_[2] = {};
-  std::optional<device::HostStage> st_[2];
-  int rc_ = MPI_SUCCESS;
-};
-
-// The host copies of a persistent collective's device buffers, kept with its request (exec::
-// wrap_persistent): made at the init, where the schedule is bound to them; copied from the device
-// again at every MPI_Start (refresh), and the written ones back once each start completed.
-class PersistentStage {
+// Host copies of this rank's device buffers (those it uses), swapped into the arguments: each
+// buffer's staged elements from their first touched byte (UserBuf::offset, and the datatype's
+// own lower bound inside device::HostStage), the argument pointing at the copy's element 0.
+class HostCopies {
  public:
   // Replaces s's device buffers by host copies (rc() says whether that worked); restore() puts the
   // user's pointers back into s.
-  explicit PersistentStage(Shape& s) {
+  explicit HostCopies(Shape& s) {
     for (int i = 0; i < s.n; ++i) {
-      if (!s.used(i) || device::classify(*s.buf[i].slot) == device::MemKind::Host) continue;
-      dev_[i] = *s.buf[i].slot;
-      written_[i] = s.buf[i].written;
-      st_[i] = std::make_unique<device::HostStage>(dev_[i], s.buf[i].count, s.buf[i].type);
+      const UserBuf& b = s.buf[i];
+      if (!s.used(i) || b.kind() == device::MemKind::Host) continue;
+      dev_[i] = at(*b.slot, b.offset);
+      written_[i] = b.written;
+      offset_[i] = b.offset;
+      st_[i] = std::make_unique<device::HostStage>(dev_[i], b.count, b.type);
       if (st_[i]->rc() != MPI_SUCCESS) {
         rc_ = st_[i]->rc();
+        st_[i].reset();
         return;
       }
-      *s.buf[i].slot = st_[i]->host();
+      *b.slot = at(st_[i]->host(), -b.offset);
     }
   }
   int rc() const { return rc_; }
   void restore(Shape& s) const {
     for (int i = 0; i < s.n; ++i)
-      if (st_[i]) *s.buf[i].slot = dev_[i];
+      if (st_[i]) *s.buf[i].slot = at(dev_[i], -offset_[i]);
   }
+  // Copies the device buffers into the host copies again (a persistent collective's, at every start).
   int refresh() {
     for (int i = 0; i < 2; ++i)
       if (st_[i])
         if (int rc = st_[i]->refresh(dev_[i]); rc != MPI_SUCCESS) return rc;
     return MPI_SUCCESS;
   }
+  // Copies the written buffers' host copies back to the device.
   int copy_back() const {
     for (int i = 0; i < 2; ++i)
       if (st_[i] && written_[i])
@@ -364,40 +326,66 @@ class PersistentStage {
   }
 
  private:
-  const void* dev_[2] = {};
+  static const void* at(const void* p, int64_t bytes) { return static_cast<const char*>(p) + bytes; }
+  const void* dev_[2] = {};  // the staged elements' start on the device (the pointer + offset)
   bool written_[2] = {};
+  int64_t offset_[2] = {};
   std::unique_ptr<device::HostStage> st_[2];
   int rc_ = MPI_SUCCESS;
 };
 
-// A request that is already complete, for a nonblocking call that ran to its end on host copies
-// (its staged buffers had to be copied back before returning): a generalized request, which
-// MPI_Wait / MPI_Test / MPI_Request_free accept like any other.
-inline int completed_request(MPI_Request* req) {
-  auto query = [](void*, MPI_Status* st) {
-    PMPI_Status_set_elements(st, MPI_BYTE, 0);
-    PMPI_Status_set_cancelled(st, 0);
-    st->MPI_SOURCE = MPI_UNDEFINED;
-    st->MPI_TAG = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  };
-  auto free_fn = [](void*) { return MPI_SUCCESS; };
-  auto cancel_fn = [](void*, int) { return MPI_SUCCESS; };
-  int rc = PMPI_Grequest_start(query, free_fn, cancel_fn, nullptr, req);
-  return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*req) : rc;
-}
+// The host copies of one call, for a rank with device buffers on a communicator that runs host
+// schedules (the MPI is not GPU-aware, or the runtime was loaded after the agreement): finish()
+// copies the written ones back and restores the user's pointers.
+// copies the written ones back and restores the user's pointers; release() hands the copies to
+// a request that runs on beyond the call.
+class Staged {
+ public:
+  explicit Staged(Shape& s) : s_(s), copies_(std::make_shared<HostCopies>(s)) {}
+  int rc() const { return copies_->rc(); }
+  // Restores the user's pointers without copying anything back.
+  void cancel() { copies_->restore(s_); }
+  // Copies results back and restores the user's pointers.
+  int finish() {
+    const int rc = copies_->rc() == MPI_SUCCESS ? copies_->copy_back() : copies_->rc();
+    copies_->restore(s_);
+    return rc;
+  }
+  // Restores the user's pointers; the copies live on with the caller (a nonblocking request's).
+  std::shared_ptr<HostCopies> release() {
+    copies_->restore(s_);
+    return copies_;
+  }
+
+ private:
+  Shape& s_;
+  std::shared_ptr<HostCopies> copies_;
+};
+
+// The host copies of a persistent collective's device buffers, kept with its request (exec::
+// wrap_persistent, or the MPI's own persistent collective: core/staged_persistent.hpp): made at
+// the init, where the schedule is bound to them; copied from the device again at every MPI_Start
+// (refresh), and the written ones back once each start completed.
+using PersistentStage = HostCopies;
 
 // The MPI's own calls of collective B (its blocking form), from the two tables: the rewritten
 // collectives (config/collectives.def) and the forwarded ones (core/forwarded_colls.def).
 template <Fn B>
 struct MpiCalls;
-#define HIER_COLL(name, key, blocking, nonblocking, ...) \
-  template <>                                            \
-  struct MpiCalls<Fn::blocking> {                        \
-    static constexpr auto blocking_call = PMPI_##blocking;       \
-    static constexpr auto nonblocking_call = PMPI_##nonblocking; \
+#if MPI_VERSION >= 4  // the persistent forms (MPI 4.0)
+#define HIER_PERSISTENT_CALL(persistent) static constexpr auto persistent_call = PMPI_##persistent;
+#else
+#define HIER_PERSISTENT_CALL(persistent)
+#endif
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
+  template <>                                                        \
+  struct MpiCalls<Fn::blocking> {                                    \
+    static constexpr auto blocking_call = PMPI_##blocking;           \
+    static constexpr auto nonblocking_call = PMPI_##nonblocking;     \
+    HIER_PERSISTENT_CALL(persistent)                                 \
   };
 #include "config/collectives.def"
+#undef HIER_PERSISTENT_CALL
 #define HIER_FORWARDED_COLL(blocking, nonblocking, ...) \
   template <>                                           \
   struct MpiCalls<Fn::blocking> {                       \
@@ -406,15 +394,10 @@ struct MpiCalls;
   };
 #include "core/forwarded_colls.def"
 
-// The MPI's own collective B on the (staged, host) arguments, run to its end: its blocking
-// form, or (req not null) its nonblocking form and a wait, then a completed request, for a
-// caller whose copies go back when this returns.
+// The MPI's own collective B (its blocking form) on the (staged, host) arguments.
 template <Fn B, class... Args>
-int flat_on_host(MPI_Request* req, Args&... a) {
-  if (!req) return MpiCalls<B>::blocking_call(a...);
-  int rc = MpiCalls<B>::nonblocking_call(a..., req);
-  if (rc == MPI_SUCCESS) rc = PMPI_Wait(req, MPI_STATUS_IGNORE);
-  return rc == MPI_SUCCESS ? completed_request(req) : rc;
+int flat_on_host(Args&... a) {
+  return MpiCalls<B>::blocking_call(a...);
 }
 
 // The nonblocking form of B started on host copies of this rank's device buffers, which live
@@ -435,7 +418,7 @@ int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
   for (bool written : {true, false})
     for (int i = 0; i < s.n; ++i) {
       const UserBuf& b = s.buf[i];
-      if (b.written != written || !s.used(i) || device::classify(b.first()) == device::MemKind::Host) continue;
+      if (b.written != written || !s.used(i) || b.kind() == device::MemKind::Host) continue;
       MPI_Aint lb = 0;
       const int64_t span = device::span_bytes(b.type, b.count, &lb);
       if (span < 0) return MPI_ERR_TYPE;
@@ -464,6 +447,29 @@ int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
   else if (s.buf[w.i].written) dtype::own_device_recv(*req, st, static_cast<char*>(const_cast<void*>(user[0])) + w.first, w.span);
   else dtype::own_send(*req, st);
   return rc;
+}
+
+// Whether the MPI has a persistent form of B that libhier wraps (MPI 4.0; the rewritten collectives).
+template <Fn B>
+constexpr bool kMpiPersistent = requires { MpiCalls<B>::persistent_call; };
+
+// The MPI's own persistent form of B (MPI_<X>_init) on host copies of this rank's device buffers,
+// kept with the MPI's request (core/staged_persistent.hpp): copied from the device again at every
+// MPI_Start, the written ones copied back when a completion call completes that start. The
+// program holds the MPI's request. Nothing on the device: the MPI's call as it is.
+template <Fn B, class... Args>
+int persistent_on_copies(Shape& s, MPI_Info info, MPI_Request* req, Args&... a) {
+  if constexpr (kMpiPersistent<B>) {
+    auto copies = std::make_shared<PersistentStage>(s);
+    int rc = copies->rc();
+    if (rc == MPI_SUCCESS) rc = MpiCalls<B>::persistent_call(a..., info, req);
+    copies->restore(s);
+    if (rc == MPI_SUCCESS)
+      staged_persistent::keep(*req, [copies] { return copies->refresh(); }, [copies] { return copies->copy_back(); });
+    return rc;
+  } else {
+    return MPI_ERR_INTERN;  // not reached: libhier wraps no persistent form of B
+  }
 }
 
 }  // namespace hier::core::coll_device

@@ -57,6 +57,11 @@ std::optional<exec::Ran> hierarchical(MPI_Request* req, Args... a) {
   else return std::nullopt;
 }
 
+// The info of the persistent call being dispatched on this thread (persistent() below): the
+// MPI's own persistent form gets it where libhier leaves the call to the MPI.
+inline thread_local MPI_Info tl_persistent_info = MPI_INFO_NULL;
+inline MPI_Info persistent_info() { return tl_persistent_info; }
+
 // The hierarchical path of a collective with buffers, safe for device memory. Order matters:
 // every test before the communicator's agreement uses only what all ranks share (arguments,
 // configuration), so all ranks reach the agreement, and the same schedule, together.
@@ -71,15 +76,15 @@ Outcome mpi_on_copies(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, con
     device::note_untouched(kind, gpu_aware_key);
     return passthrough(fwd);
   }
-  if (exec::persistent_init_scope()) {  // host copies would be gone at MPI_Start: the MPI's own handling
-    device::note_untouched(kind, "passed");
-    return passthrough(fwd);
+  if (exec::persistent_init_scope()) {  // the MPI's persistent form, on host copies kept with its request
+    device::note_untouched(kind, "staged_persistent_mpi");
+    return {coll_device::persistent_on_copies<B>(s, persistent_info(), req, a...), diag::AlgoTag::Flat};
   }
   device::note_untouched(kind, staged_key);
   if (req) return {coll_device::start_on_copies<B>(s, req, a...), diag::AlgoTag::Flat};  // stays nonblocking
   coll_device::Staged staged(s);
   if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
-  const int rc = coll_device::flat_on_host<B>(nullptr, a...);
+  const int rc = coll_device::flat_on_host<B>(a...);
   const int back = staged.finish();
   return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
 }
@@ -161,7 +166,7 @@ inline std::string hier_device_key(const MPI_Request* req, bool staged, bool qua
 template <Fn B, class... Args>
 bool binds_device(const coll_device::Shape& s, const Args&... a) {
   for (int i = 0; i < s.n; ++i)
-    if (s.used(i) && (device::classify(*s.buf[i].slot) != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
+    if (s.used(i) && (s.buf[i].kind() != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
       return false;
   // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
   // position, since MPICH's handles are all ints.
@@ -172,7 +177,8 @@ bool binds_device(const coll_device::Shape& s, const Args&... a) {
 // A persistent collective whose schedule this rank runs on host copies of its device buffers:
 // the copies live with the request, refreshed from the device at every MPI_Start and copied
 // back when each start completes. A call the plan leaves flat goes to the MPI as one that
-// libhier does not rewrite (to_mpi: the device pointers, its copies would be gone at MPI_Start).
+// libhier does not rewrite (to_mpi: on an MPI that is not GPU-aware, its own persistent form on
+// host copies kept with its request).
 template <Fn B, class Fwd, class... Args>
 Outcome persistent_staged(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
   auto st = std::make_shared<coll_device::PersistentStage>(s);
@@ -236,15 +242,21 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     device::note_untouched(kind, "staged");
     return {coll_device::start_on_copies<B>(s, req, a...), diag::AlgoTag::Flat};
   }
+  device::note_untouched(kind, "staged");
+  if (ran && req && ran->rc == MPI_SUCCESS) {
+    // Nonblocking: libhier's request owns the copies, which go back to the device once its
+    // schedule completed, before the program's MPI_Wait / MPI_Test sees it complete.
+    auto copies = staged.release();
+    auto back = [copies] { return copies->copy_back(); };
+    if (exec::when_complete(*req, back)) return {ran->rc, ran->algo};
+    return {back(), ran->algo};  // it completed inside the call already
+  }
   if (!ran) {
-    rc = coll_device::flat_on_host<B>(nullptr, a...);  // the MPI may not take device pointers
+    rc = coll_device::flat_on_host<B>(a...);  // the MPI may not take device pointers
   } else {
-    // A nonblocking call runs to its end here: the staged copies must be copied back now.
-    if (req && ran->rc == MPI_SUCCESS) exec::finish_now(*req);
     rc = ran->rc;
     tag = ran->algo;
   }
-  device::note_untouched(kind, "staged");
   const int back = staged.finish();
   return {rc != MPI_SUCCESS ? rc : back, tag};
 }
@@ -271,6 +283,7 @@ Outcome nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
 template <Fn B, class Fwd, class Tuple, size_t... I>
 Outcome persistent(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
   exec::PersistentInit scope;
+  tl_persistent_info = std::get<sizeof...(I)>(t);
   return request_form<blocking_of<B>()>(fwd, std::get<sizeof...(I) + 1>(t), std::get<I>(t)...);
 }
 

@@ -14,12 +14,14 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <tuple>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/staged_persistent.hpp"
 #include "core/wrap.hpp"
 #include "dtype/requests.hpp"
 #include "exec/request.hpp"
@@ -154,20 +156,67 @@ inline int cancel_collective() {
   return raise_on(MPI_COMM_WORLD, code);
 }
 
-// MPI_Start / MPI_Startall: libhier's persistent collectives start their schedule.
+// MPI_Start / MPI_Startall: libhier's persistent collectives start their schedule; the MPI's own
+// on host copies of device buffers refresh their copies first (core/staged_persistent.hpp).
+inline int start_one(MPI_Request* r) {
+  if (exec::is_persistent(*r)) return exec::start_persistent(*r);
+  return staged_persistent::any() ? staged_persistent::start(r) : PMPI_Start(r);
+}
 inline int start(MPI_Request* r) {
   exec::progress();
-  return exec::is_persistent(*r) ? exec::start_persistent(*r) : PMPI_Start(r);
+  return start_one(r);
 }
 inline int startall(int n, MPI_Request* r) {
   exec::progress();
   for (int i = 0; i < n; ++i)
-    if (int rc = exec::is_persistent(r[i]) ? exec::start_persistent(r[i]) : PMPI_Start(&r[i]); rc != MPI_SUCCESS)
-      return rc;
+    if (int rc = start_one(&r[i]); rc != MPI_SUCCESS) return rc;
   return MPI_SUCCESS;
 }
 
+// After completion call B on the handles `before` (r's slots ahead of the call): the kept
+// persistent collectives (core/staged_persistent.hpp) whose start it completed copy their
+// results back. A persistent handle stays as it was, so which slots completed is read from the
+// call's outputs: all of them (Wait, Waitall; Test, Testall when flag), one index (Waitany,
+// Testany), or the indices (Waitsome, Testsome). An error leaves the results undefined: nothing
+// goes back then.
+template <Fn B, class... Args>
+void settle_kept(const std::vector<MPI_Request>& before, int rc, Args... args) {
+  auto a = std::make_tuple(args...);
+  const bool ok = rc == MPI_SUCCESS;
+  auto all = [&] {
+    for (MPI_Request h : before) staged_persistent::completed(h, ok);
+  };
+  auto one = [&](int index) {
+    if (index >= 0 && index != MPI_UNDEFINED && index < static_cast<int>(before.size()))
+      staged_persistent::completed(before[index], ok);
+  };
+  if constexpr (B == Fn::Wait || B == Fn::Waitall) all();
+  else if constexpr (B == Fn::Test) { if (*std::get<1>(a)) all(); }
+  else if constexpr (B == Fn::Testall) { if (*std::get<2>(a)) all(); }
+  else if constexpr (B == Fn::Waitany) one(*std::get<2>(a));
+  else if constexpr (B == Fn::Testany) { if (*std::get<3>(a)) one(*std::get<2>(a)); }
+  else if constexpr (B == Fn::Waitsome || B == Fn::Testsome) {
+    const int out = *std::get<2>(a);
+    for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) one(std::get<3>(a)[k]);
+  }
+}
+// The handles a completion call B takes: its request array, or its one request.
+template <Fn B, class... Args>
+std::vector<MPI_Request> handles_of(Args... args) {
+  auto a = std::make_tuple(args...);
+  if constexpr (B == Fn::Wait || B == Fn::Test) return {*std::get<0>(a)};
+  else if constexpr (B == Fn::Waitall || B == Fn::Testall || B == Fn::Waitany || B == Fn::Testany ||
+                     B == Fn::Waitsome || B == Fn::Testsome)
+    return std::vector<MPI_Request>(std::get<1>(a), std::get<1>(a) + std::max(std::get<0>(a), 0));
+  else return {};
+}
+
 }  // namespace request_detail
+
+namespace request_detail {
+template <Fn B, class Fwd, class... Args>
+Outcome complete(Fwd& fwd, Args... args);
+}
 
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_request(Fwd& fwd, Args... args) {
@@ -180,9 +229,26 @@ inline Outcome dispatch_request(Fwd& fwd, Args... args) {
       if constexpr (B == Fn::Request_free) return {exec::free_persistent(r), diag::AlgoTag::Hier};
       else return {request_detail::cancel_collective(), diag::AlgoTag::Hier};
     }
+    if constexpr (B == Fn::Request_free)
+      if (staged_persistent::kept(*r)) return {staged_persistent::free(r), diag::AlgoTag::Flat};
     if constexpr (B == Fn::Cancel)
       if (exec::is_collective_request(*r)) return {request_detail::cancel_collective(), diag::AlgoTag::Hier};
   }
+  // The MPI's own persistent collectives on host copies (relaxed load): their results go back
+  // once the completion call returned.
+  if (!staged_persistent::any()) return request_detail::complete<B>(fwd, args...);
+  staged_persistent::progress_freed();
+  const std::vector<MPI_Request> before = request_detail::handles_of<B>(args...);
+  const Outcome o = request_detail::complete<B>(fwd, args...);
+  request_detail::settle_kept<B>(before, o.rc, args...);
+  return o;
+}
+
+namespace request_detail {
+// The completion family, once MPI_Start, MPI_Cancel and MPI_Request_free of libhier's own
+// persistent requests were taken care of.
+template <Fn B, class Fwd, class... Args>
+Outcome complete(Fwd& fwd, Args... args) {
   const bool colls = exec::requests_active() || exec::persistent_started();
   // Fast path: no libhier-owned request exists, nothing to finish (relaxed loads).
   if (!colls && !dtype::any_owned()) return passthrough(fwd);
@@ -219,5 +285,6 @@ inline Outcome dispatch_request(Fwd& fwd, Args... args) {
   if (!rc) return passthrough(fwd);
   return {*rc, diag::AlgoTag::Packed};
 }
+}  // namespace request_detail
 
 }  // namespace hier::core

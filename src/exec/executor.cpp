@@ -203,9 +203,12 @@ int Machine::stage_step(const sched::Step& s, size_t slot) {
   if (!stage_view(s, comm_of(s.comm, lv_), b_.stride, in.v)) return MPI_ERR_COMM;
   char* host = (*b_.stage)[slot].get(static_cast<size_t>(stage_layout(s, in.v).bytes()));  // reserved at the miss
   if (!host) return MPI_ERR_NO_MEM;
-  in.queued = true;
-  return stage_in(s, in.v, *b_.dev, at(s.src), on_device(s.src), at(s.dst), on_device(s.dst), host, &in.host_src,
-                  &in.host_dst, &in.ready);
+  const int rc = stage_in(s, in.v, *b_.dev, at(s.src), on_device(s.src), at(s.dst), on_device(s.dst), host,
+                          &in.host_src, &in.host_dst, &in.ready);
+  // A failed copy (no event taken) is not queued: issuing the step copies again and reports it,
+  // where stage_wave (which has no code to return) would have let the MPI read a partial copy.
+  in.queued = rc == MPI_SUCCESS;
+  return rc;
 }
 
 // The copies in of a wave's staged steps [first, end), all queued before the first is issued.
@@ -214,6 +217,14 @@ void Machine::stage_wave(size_t first, size_t end) {
     const sched::Step& st = s_.steps[k];
     if (!is_local(st) && (on_device(st.src) || on_device(st.dst)) && stage_step(st, k - first) != MPI_SUCCESS) return;
   }
+}
+
+// A wave's issue that stopped at an error (a step's MPI call or its copies failed) leaves the
+// later steps' copies queued by stage_wave, each holding an event: they are waited for (the
+// staging memory may serve another request next) and their events go back to the pool.
+Machine::~Machine() {
+  for (StagedIn& in : staged_in_)
+    if (in.queued && b_.dev) stage_wait(*b_.dev, in.ready);
 }
 
 int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {

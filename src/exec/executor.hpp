@@ -77,6 +77,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
 class Machine {
  public:
   Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking);
+  ~Machine();
   Machine(const Machine&) = delete;
   Machine& operator=(const Machine&) = delete;
 

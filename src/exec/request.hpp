@@ -117,8 +117,12 @@ void before_call(Context* ctx, bool nonblocking);
 bool unfinished(int n, const MPI_Request* r);
 // Whether `r` is one of libhier's requests (not yet freed).
 bool is_collective_request(MPI_Request r);
-// Runs the request behind handle `r` to completion now (the handle stays valid and complete).
-void finish_now(MPI_Request r);
+// Adds `after` behind the work of nonblocking request h once its schedule completed without error,
+// before the program's completion call sees it complete (its code is the request's). The
+// collectives' dispatch copies host copies of device buffers back with it (core/dispatch_coll.hpp).
+// False: h is not one of libhier's requests still running (complete already: the caller runs
+// `after` itself).
+bool when_complete(MPI_Request h, std::function<int()> after);
 // Seconds the program spent in completion calls while libhier's requests were outstanding.
 void note_wait(double seconds);
 

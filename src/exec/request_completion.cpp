@@ -51,15 +51,16 @@ bool is_collective_request(MPI_Request r) {
   return g_handles.count(r) != 0;
 }
 
-void finish_now(MPI_Request h) {
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lk(g_mu);
-      if (std::none_of(g_active.begin(), g_active.end(), [h](const CollRequest* r) { return r->handle == h; })) return;
-    }
-    progress_round();
-    std::this_thread::yield();
-  }
+bool when_complete(MPI_Request h, std::function<int()> after) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = std::find_if(g_active.begin(), g_active.end(), [h](const CollRequest* r) { return r->handle == h; });
+  if (it == g_active.end() || (*it)->owner) return false;
+  CollRequest& r = **it;
+  r.after = [a = std::move(after), own = std::move(r.after)] {
+    const int rc = own ? own() : MPI_SUCCESS;
+    return rc != MPI_SUCCESS ? rc : a();
+  };
+  return true;
 }
 
 void note_wait(double seconds) { add(g_wait_s, seconds); }

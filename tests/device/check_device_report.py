@@ -132,8 +132,10 @@ if mode == "kernels_nomem":
     fb = rep.get("fallbacks", {}).get("scratch", {})
     if "hier_device" in by_call or "staged" in by_call or fb.get("calls", 0) < 6 or fb.get("failed_here", 1):
         sys.exit(f"{path}: kernels_nomem: {json.dumps(dev)}; fallbacks {json.dumps(rep.get('fallbacks'))}")
-# (one allreduce runs flat, on host copies: the one the kernels mode counts as "allreduce")
-if mode == "staged" and (by_call["hier_staged"] < 9 or by_call.get("staged", 0) > 1
+# (one allreduce runs flat, on host copies: the one the kernels mode counts as "allreduce"; and
+# the calls of types that are not dense, on host copies: AllgatherTypeAfterPointer's allgather,
+# NonblockingNotDenseStaysNonblocking's three)
+if mode == "staged" and (by_call["hier_staged"] < 9 or by_call.get("staged", 0) > 5
                          or any(k.startswith("hier_device") for k in by_call)):
     sys.exit(f"{path}: too few collectives staged step by step, or some copied whole: {json.dumps(dev)}")
 if mode == "staged_nomem":
@@ -143,11 +145,17 @@ if mode == "staged_nomem":
     if any(k.startswith("hier_") for k in by_call) or fb.get("calls", 0) < 6 or fb.get("failed_here", 1):
         sys.exit(f"{path}: staged_nomem: {json.dumps(dev)}; fallbacks {json.dumps(rep.get('fallbacks'))}")
 # MPI 4 (MPICH here): the persistent allgather ran libhier's schedule on host copies kept with the
-# request (unaware, no module) or bound to the device (staged).
+# request (unaware, no module) or bound to the device (staged); AllgatherTypeAfterPointer's (a
+# type that is not dense) on host copies kept with the request. PersistentLeftToMpi's allreduce
+# and reduce, which libhier leaves to the MPI, ran as the MPI's own on host copies kept with the
+# request (staged_persistent_mpi) wherever the MPI is not GPU-aware.
 if rep.get("mpi_library", "").startswith("MPICH Version:\t4"):
-    key = {"unaware": "staged_persistent", "unaware_quant": "staged_persistent", "staged": "hier_staged_persistent"}
-    if mode in key and by_call.get(key[mode], 0) != 1:
-        sys.exit(f"{path}: the persistent allgather did not count as {key[mode]}: {json.dumps(dev)}")
+    key = {"unaware": ("staged_persistent", 2), "unaware_quant": ("staged_persistent", 2),
+           "staged": ("hier_staged_persistent", 1)}
+    if mode in key and by_call.get(key[mode][0], 0) != key[mode][1]:
+        sys.exit(f"{path}: the persistent allgathers did not count as {key[mode]}: {json.dumps(dev)}")
+    if mode not in ("preloaded", "late", "kernels", "kernels_nomem") and by_call.get("staged_persistent_mpi", 0) != 2:
+        sys.exit(f"{path}: the persistent calls left to the MPI did not run on host copies: {json.dumps(dev)}")
 if mode not in ("preloaded", "kernels", "kernels_nomem", "staged") and by_call["staged"] < len(colls):
     sys.exit(f"{path}: only {by_call['staged']} staged collectives: {json.dumps(dev)}")
 # Which algorithms ran MPI_Allreduce: the staged calls must have run libhier's schedules where
