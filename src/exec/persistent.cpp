@@ -24,7 +24,12 @@ namespace engine {
 int make_persistent(std::unique_ptr<CollRequest> r, MPI_Request* out) {
   setup_once();
   auto* o = new Persistent();
-  if (int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &o->handle); rc != MPI_SUCCESS) {
+  // The program's handle: an MPI persistent request that is never started (so inactive, as an
+  // MPI_*_init's request is, for every call libhier does not intercept). Addressed to this rank
+  // on MPI_COMM_SELF, not to MPI_PROC_NULL: freeing a persistent MPI_PROC_NULL request makes
+  // MPICH 4.0.2's own persistent collectives created after it hang in their first MPI_Wait
+  // (without libhier too; tests/nonblocking's Persistent.MpiOwnAfterLibhiersFreed).
+  if (int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, 0, 0, MPI_COMM_SELF, &o->handle); rc != MPI_SUCCESS) {
     delete o;
     return rc;
   }
