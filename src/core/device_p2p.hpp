@@ -24,9 +24,12 @@ template <Fn F>
 struct Call {};  // selects the overload of one MPI function
 
 // Whether buffer p must be copied before the MPI sees it (one atomic load without a runtime).
+// MPI_BOTTOM (null) too: classify_typed finds a type of absolute device addresses at its lower
+// bound, and HostStage copies that span and hands the MPI `copy - lb`, the same offset as for
+// any other span, so base + displacement lands in the copy.
 inline bool must_stage(const void* p, int64_t n, MPI_Datatype t) {
   const device::Runtime r = device::runtime();
-  if (r == device::Runtime::None || p == nullptr || p == MPI_IN_PLACE || p == MPI_BOTTOM) return false;
+  if (r == device::Runtime::None || p == MPI_IN_PLACE) return false;
   return device::classify_typed(p, n, t) != device::MemKind::Host && !device::mpi_gpu_aware(r, config::get().gpu_aware);
 }
 

@@ -97,9 +97,11 @@ inline std::optional<Outcome> on_device(const void* in, int size, int* pos, void
 
 // MPI_Pack / MPI_Unpack with device buffers on an MPI that is not GPU-aware (core/device_p2p.hpp):
 // the same dispatch on host copies of the typed side and of the packed bytes [0, size).
+// MPICH rejects a null typed buffer (MPI_BOTTOM) in both calls (dtype::null_rejected): staging
+// would hand it a non-null copy and turn that error into a success, so the MPI keeps the call.
 inline std::optional<Outcome> on_host(const void* in, int n, MPI_Datatype t, void* out, int size, int* pos,
                                       MPI_Comm c) {
-  if (!pos || size < 0) return std::nullopt;  // the MPI reports the error
+  if (!pos || size < 0 || dtype::null_rejected(in)) return std::nullopt;  // the MPI reports the error
   device_p2p::Side typed(in, n, t), packed(out, size, MPI_BYTE);
   return device_p2p::run("staged_pack", typed, &packed, [&] {
     const void* hi = typed.ptr();
@@ -110,7 +112,7 @@ inline std::optional<Outcome> on_host(const void* in, int n, MPI_Datatype t, voi
 }
 inline std::optional<Outcome> on_host(const void* in, int size, int* pos, void* out, int n, MPI_Datatype t,
                                       MPI_Comm c) {
-  if (!pos || size < 0) return std::nullopt;
+  if (!pos || size < 0 || dtype::null_rejected(out)) return std::nullopt;
   device_p2p::Side packed(in, size, MPI_BYTE), typed(out, n, t);
   return device_p2p::run("staged_unpack", packed, &typed, [&] {
     const void* hi = packed.ptr();

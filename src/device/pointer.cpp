@@ -30,6 +30,7 @@
 #include <string>
 
 #include "base/hooks.hpp"
+#include "device/staged_bytes.hpp"
 
 namespace hier::device {
 namespace pointer_detail {
@@ -142,6 +143,8 @@ const char* to_string(Runtime r) {
 namespace {
 std::mutex g_count_mu;
 std::map<std::string, uint64_t> g_device_calls, g_managed_calls;  // per call family
+// Bytes the staged message steps copied, [to host, to device][values, records] (note_staged_bytes).
+uint64_t g_staged_bytes[2][2] = {};
 
 // The path of a call family, from its key (note_untouched): "staged..." copied to host memory
 // by libhier, "passed..." handed to an MPI that did not say it takes device pointers,
@@ -177,6 +180,8 @@ std::string report() {
   j["runtime"] = to_string(static_cast<Runtime>(pointer_detail::g_runtime.load()));
   j["device"] = counts(g_device_calls);
   j["managed"] = counts(g_managed_calls);
+  const auto split = [](const uint64_t* b) { return nlohmann::json{{"values", b[0]}, {"records", b[1]}}; };
+  j["staged_bytes"] = {{"to_host", split(g_staged_bytes[0])}, {"to_device", split(g_staged_bytes[1])}};
   return j.dump();
 }
 }  // namespace
@@ -187,6 +192,12 @@ void note_untouched(MemKind k, const char* what) {
   (void)registered;
   std::lock_guard<std::mutex> lk(g_count_mu);  // off the fast path: a GPU buffer was seen
   ++(k == MemKind::Device ? g_device_calls : g_managed_calls)[what];
+}
+
+void note_staged_bytes(bool to_host, bool records, int64_t bytes) {
+  if (bytes <= 0) return;
+  std::lock_guard<std::mutex> lk(g_count_mu);  // (per staged step, beside its copies: not the host fast path)
+  g_staged_bytes[to_host ? 0 : 1][records ? 1 : 0] += static_cast<uint64_t>(bytes);
 }
 
 }  // namespace hier::device

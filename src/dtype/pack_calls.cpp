@@ -9,16 +9,6 @@
 namespace hier::dtype {
 
 namespace {
-// MPICH 4.0 rejects null buffers in MPI_Pack/Unpack (so MPI_BOTTOM too): leave that error to it.
-bool null_rejected(const void* p) {
-#if defined(MPICH_VERSION)
-  return p == nullptr;
-#else
-  (void)p;
-  return false;
-#endif
-}
-
 // Both buffers in host memory, else the call goes to the MPI (counted for the report): the typed
 // one (n elements of t) and the packed one.
 bool host_side(const void* typed, int64_t n, MPI_Datatype t, const void* packed, const char* what) {

@@ -11,6 +11,17 @@
 
 namespace hier::dtype {
 
+// MPICH 4.0 rejects null buffers in MPI_Pack/Unpack (so MPI_BOTTOM too): such calls go to it
+// unchanged, staged or packed by libhier they would succeed where the MPI's own fail.
+inline bool null_rejected(const void* p) {
+#if defined(MPICH_VERSION)
+  return p == nullptr;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
 // `limit`: the largest position / size the caller's integer type can hold.
 std::optional<int> pack_call(const void* inbuf, int64_t incount, MPI_Datatype t, void* outbuf, int64_t outsize,
                              int64_t& position, MPI_Comm comm, int64_t limit);

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "device/staged_bytes.hpp"
 #include "exec/device_steps.hpp"
 #include "exec/executor.hpp"
 #include "sched/ir.hpp"
@@ -77,11 +78,14 @@ int stage_in(const sched::Step& s, const StageView& v, const DeviceOps& dev, con
   *host_src = src_dev ? host - l.src_lo : const_cast<char*>(src);
   *host_dst = dst_dev ? host + l.dst_at() - l.dst_lo : dst;
   int rc = MPI_SUCCESS;
+  int64_t copied = 0;
   sched::for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
     if (rc != MPI_SUCCESS || bytes <= 0) return;
     if (side == Side::ReadSrc && src_dev) rc = dev.copy(*host_src + off, src + off, bytes);
     if (side == Side::ReadDst && dst_dev) rc = dev.copy(*host_dst + off, dst + off, bytes);
+    if ((side == Side::ReadSrc && src_dev) || (side == Side::ReadDst && dst_dev)) copied += bytes;
   });
+  device::note_staged_bytes(true, s.bytes, copied);
   // Always an event, copies or not: the MPI writes the area next, which the previous wave's
   // copies back may still read.
   *ready = rc == MPI_SUCCESS ? take_event(dev) : nullptr;
@@ -101,9 +105,13 @@ int stage_wait(const DeviceOps& dev, void* ready) {
 
 int stage_out(const sched::Step& s, const StageView& v, const DeviceOps& dev, const char* host_dst, char* dst) {
   int rc = MPI_SUCCESS;
+  int64_t copied = 0;
   sched::for_each_piece(s, v, [&](Side side, int64_t off, int64_t bytes) {
-    if (rc == MPI_SUCCESS && side == Side::WriteDst && bytes > 0) rc = dev.copy(dst + off, host_dst + off, bytes);
+    if (rc != MPI_SUCCESS || side != Side::WriteDst || bytes <= 0) return;
+    rc = dev.copy(dst + off, host_dst + off, bytes);
+    copied += bytes;
   });
+  device::note_staged_bytes(false, s.bytes, copied);
   return rc;
 }
 

@@ -1,0 +1,33 @@
+# The GPU code objects in a built module: every architecture the issue asks for must be there.
+#   cmake -DMODULE=<.so> -DTOOL=<cuobjdump|roc-obj-ls> -DWANT=<arch;...> -P check_gpu_archs.cmake
+# Lists with `cuobjdump --list-elf` (CUDA: sm_80.cubin ...) or `roc-obj-ls` (HIP: ...--gfx90a).
+# A module or tool this machine lacks is one "SKIP:" line (the test's SKIP_REGULAR_EXPRESSION).
+if(NOT MODULE OR NOT EXISTS "${MODULE}")
+  message("SKIP: no module built here (${MODULE}): its GPU architectures are not checked")
+  return()
+endif()
+if(NOT TOOL OR NOT EXISTS "${TOOL}")
+  message("SKIP: no listing tool (${TOOL}) for ${MODULE}: its GPU architectures are not checked")
+  return()
+endif()
+get_filename_component(_name "${TOOL}" NAME)
+if(_name STREQUAL "cuobjdump")
+  set(_args --list-elf)
+else()
+  set(_args)
+endif()
+execute_process(COMMAND ${TOOL} ${_args} ${MODULE} OUTPUT_VARIABLE _out ERROR_VARIABLE _err RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "${TOOL} ${_args} ${MODULE} failed (${_rc}): ${_err}")
+endif()
+set(_missing)
+foreach(_arch IN LISTS WANT)
+  # an architecture is a whole word of the listing: sm_80 must not match sm_800, gfx90a not gfx90a0
+  if(NOT _out MATCHES "[^A-Za-z0-9]${_arch}([^A-Za-z0-9]|$)")
+    list(APPEND _missing ${_arch})
+  endif()
+endforeach()
+if(_missing)
+  message(FATAL_ERROR "${MODULE} has no code object for ${_missing}; ${TOOL} lists:\n${_out}")
+endif()
+message("${MODULE}: ${WANT} all present")
