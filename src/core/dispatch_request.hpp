@@ -177,27 +177,35 @@ inline int startall(int n, MPI_Request* r) {
 // persistent collectives (core/staged_persistent.hpp) whose start it completed copy their
 // results back. A persistent handle stays as it was, so which slots completed is read from the
 // call's outputs: all of them (Wait, Waitall; Test, Testall when flag), one index (Waitany,
-// Testany), or the indices (Waitsome, Testsome). An error leaves the results undefined: nothing
-// goes back then.
+// Testany), or the indices (Waitsome, Testsome). An error leaves that request's results
+// undefined: nothing goes back then. MPI_ERR_IN_STATUS (the array calls) says request by request
+// in the statuses: MPI_SUCCESS went well (its results go back), MPI_ERR_PENDING is still running
+// (it stays started, for a later completion call), anything else failed.
 template <Fn B, class... Args>
 void settle_kept(const std::vector<MPI_Request>& before, int rc, Args... args) {
   auto a = std::make_tuple(args...);
-  const bool ok = rc == MPI_SUCCESS;
-  auto all = [&] {
-    for (MPI_Request h : before) staged_persistent::completed(h, ok);
+  // The statuses argument of the array calls (null for the others, and MPI_STATUSES_IGNORE).
+  MPI_Status* statuses = nullptr;
+  if constexpr (B == Fn::Waitall) statuses = std::get<2>(a);
+  else if constexpr (B == Fn::Testall || B == Fn::Waitsome || B == Fn::Testsome) statuses = std::get<B == Fn::Testall ? 3 : 4>(a);
+  const bool per_request = rc == MPI_ERR_IN_STATUS && statuses && statuses != MPI_STATUSES_IGNORE;
+  // slot: the request's index in `before`; k: its status's index (the same, but for *some).
+  auto settle = [&](int slot, int k) {
+    if (slot < 0 || slot == MPI_UNDEFINED || slot >= static_cast<int>(before.size())) return;
+    const int err = per_request ? statuses[k].MPI_ERROR : rc;
+    if (err != MPI_ERR_PENDING) staged_persistent::completed(before[slot], err == MPI_SUCCESS);
   };
-  auto one = [&](int index) {
-    if (index >= 0 && index != MPI_UNDEFINED && index < static_cast<int>(before.size()))
-      staged_persistent::completed(before[index], ok);
+  auto all = [&] {
+    for (int i = 0; i < static_cast<int>(before.size()); ++i) settle(i, i);
   };
   if constexpr (B == Fn::Wait || B == Fn::Waitall) all();
   else if constexpr (B == Fn::Test) { if (*std::get<1>(a)) all(); }
-  else if constexpr (B == Fn::Testall) { if (*std::get<2>(a)) all(); }
-  else if constexpr (B == Fn::Waitany) one(*std::get<2>(a));
-  else if constexpr (B == Fn::Testany) { if (*std::get<3>(a)) one(*std::get<2>(a)); }
+  else if constexpr (B == Fn::Testall) { if (*std::get<2>(a) || per_request) all(); }
+  else if constexpr (B == Fn::Waitany) settle(*std::get<2>(a), 0);
+  else if constexpr (B == Fn::Testany) { if (*std::get<3>(a)) settle(*std::get<2>(a), 0); }
   else if constexpr (B == Fn::Waitsome || B == Fn::Testsome) {
     const int out = *std::get<2>(a);
-    for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) one(std::get<3>(a)[k]);
+    for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) settle(std::get<3>(a)[k], k);
   }
 }
 // The handles a completion call B takes: its request array, or its one request.
