@@ -3,7 +3,7 @@
 // HIER_ALGO=hier so that every size goes hierarchical), alternating which goes first; the
 // figure per variant is the median over repetitions of the slowest rank's time.
 //
-//   mpiexec -n 8 -x LD_PRELOAD=build/openmpi/libhier.so -x HIER_LEVELS=node:4 -x HIER_ALGO=hier \
+//   mpiexec -n 8 -x LD_PRELOAD=build/openmpi/libhier.so -x HIER_LEVELS=node:4 -x HIER_ALGO=hier
 //       build/openmpi/bench/coll/coll_bench [--min BYTES] [--max BYTES] [--colls a,b,...]
 //       [--budget SECONDS] [--only flat|hier --reps N]
 //

@@ -268,7 +268,9 @@ TEST(DeviceForms, OneAtATime) {
                                       " root=" + std::to_string(root) + (ip ? " in place" : "");
             MPI_Request q = MPI_REQUEST_NULL;
             ASSERT_EQ(c.issue(f, &q), MPI_SUCCESS) << c.what << ", " << where;
-            if (f == Form::Nonblocking) ASSERT_EQ(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);
+            if (f == Form::Nonblocking) {
+              ASSERT_EQ(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);
+            }
             expect_result(c, where);
           }
 }

@@ -56,7 +56,9 @@ TEST(ModelShm, PlannerRoutesOnlyInsideNodes) {
   model::route_inside_nodes(x, s);
   int shm = 0;
   for (const sched::Step& st : x.steps) {
-    if (st.comm.on == sched::On::Step && st.comm.level == 1) EXPECT_EQ(st.via, sched::Via::Mpi) << sched::to_string(x);
+    if (st.comm.on == sched::On::Step && st.comm.level == 1) {
+      EXPECT_EQ(st.via, sched::Via::Mpi) << sched::to_string(x);
+    }
     shm += st.via == sched::Via::Shm;
   }
   EXPECT_GE(shm, 2) << sched::to_string(x);  // the node reduce-scatter and allgather
