@@ -285,6 +285,10 @@ Shape forwarded_shape(Args&... a) {
 // Host copies of this rank's device buffers (those it uses), swapped into the arguments: each
 // buffer's staged elements from their first touched byte (UserBuf::offset, and the datatype's
 // own lower bound inside device::HostStage), the argument pointing at the copy's element 0.
+// One call's (Staged, below), or a persistent collective's, kept with its request (exec::
+// wrap_persistent, or core/staged_persistent.hpp for the MPI's own): made at the init, copied
+// from the device again at every MPI_Start (refresh), the written ones back once each start
+// completed (copy_back).
 class HostCopies {
  public:
   // Replaces s's device buffers by host copies (rc() says whether that worked); restore() puts the
@@ -336,7 +340,6 @@ class HostCopies {
 
 // The host copies of one call, for a rank with device buffers on a communicator that runs host
 // schedules (the MPI is not GPU-aware, or the runtime was loaded after the agreement): finish()
-// copies the written ones back and restores the user's pointers.
 // copies the written ones back and restores the user's pointers; release() hands the copies to
 // a request that runs on beyond the call.
 class Staged {
@@ -362,11 +365,6 @@ class Staged {
   std::shared_ptr<HostCopies> copies_;
 };
 
-// The host copies of a persistent collective's device buffers, kept with its request (exec::
-// wrap_persistent, or the MPI's own persistent collective: core/staged_persistent.hpp): made at
-// the init, where the schedule is bound to them; copied from the device again at every MPI_Start
-// (refresh), and the written ones back once each start completed.
-using PersistentStage = HostCopies;
 
 // The MPI's own calls of collective B (its blocking form), from the two tables: the rewritten
 // collectives (config/collectives.def) and the forwarded ones (core/forwarded_colls.def).
@@ -460,7 +458,7 @@ constexpr bool kMpiPersistent = requires { MpiCalls<B>::persistent_call; };
 template <Fn B, class... Args>
 int persistent_on_copies(Shape& s, MPI_Info info, MPI_Request* req, Args&... a) {
   if constexpr (kMpiPersistent<B>) {
-    auto copies = std::make_shared<PersistentStage>(s);
+    auto copies = std::make_shared<HostCopies>(s);
     int rc = copies->rc();
     if (rc == MPI_SUCCESS) rc = MpiCalls<B>::persistent_call(a..., info, req);
     copies->restore(s);

@@ -181,7 +181,7 @@ bool binds_device(const coll_device::Shape& s, const Args&... a) {
 // host copies kept with its request).
 template <Fn B, class Fwd, class... Args>
 Outcome persistent_staged(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
-  auto st = std::make_shared<coll_device::PersistentStage>(s);
+  auto st = std::make_shared<coll_device::HostCopies>(s);
   if (st->rc() != MPI_SUCCESS) return {st->rc(), diag::AlgoTag::Flat};
   auto ran = hierarchical<B>(req, a...);
   st->restore(s);

@@ -15,6 +15,7 @@
 #include "core/wrap.hpp"
 #include "device/module.hpp"
 #include "device/pointer.hpp"
+#include "device/stage.hpp"
 #include "dtype/device_p2p.hpp"
 #include "dtype/p2p.hpp"
 #include "dtype/requests.hpp"
@@ -119,7 +120,8 @@ int sendrecv_replace_progressing(void* buf, N count, MPI_Datatype t, int dest, i
   if constexpr (std::is_same_v<N, int>) {
     // Host memory only (MPI_Pack of device memory is the MPI's own business), and a size that
     // fits MPI_Pack's int: otherwise the MPI's own call, as before.
-    const bool host = device::runtime() == device::Runtime::None || device::classify(buf) == device::MemKind::Host;
+    const bool host = device::runtime() == device::Runtime::None ||
+                      device::classify_typed(buf, count, t) == device::MemKind::Host;  // its first touched byte
     std::unique_ptr<char[]> copy;
     if (host && PMPI_Pack_size(count, t, comm, &bytes) == MPI_SUCCESS && bytes >= 0)
       copy.reset(new (std::nothrow) char[bytes > 0 ? bytes : 1]);
