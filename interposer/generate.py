@@ -222,9 +222,12 @@ def gen_c_wrappers(funcs, family):
                 else:
                     out.append("    if (o.rc == MPI_SUCCESS) sscope.started(request);")
             if has_comm and family in ("coll", "icoll"):
-                # A hierarchical schedule's errors come from libhier's level communicators: the
-                # user's communicator's error handler has not seen them yet.
-                out.append("    if (o.algo != hier::diag::AlgoTag::Flat) hier::core::raise_on(comm, o.rc);")
+                # A hierarchical schedule's errors come from libhier's level communicators, and
+                # libhier's own (o.own: staging) come from no MPI call: the user's communicator's
+                # error handler has not seen them yet.
+                out.append("    if (o.algo != hier::diag::AlgoTag::Flat || o.own) hier::core::raise_on(comm, o.rc);")
+            elif has_comm:
+                out.append("    if (o.own) hier::core::raise_on(comm, o.rc);  // libhier's own error (Outcome::own)")
             out.append("    return o.rc;")
             out.append("  } catch (...) {")
             out.append(f'    return hier::core::on_exception({comm}, "{f.name}");')

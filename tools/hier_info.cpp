@@ -3,6 +3,7 @@
 // these need no mpiexec and never initialize MPI. `--levels`, run under mpiexec like the
 // application, initializes MPI and prints the levels HIER_LEVELS gives MPI_COMM_WORLD there and
 // which ranks share each group.
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "config/config.hpp"
 #include "config/registry.hpp"
 #include "base/runtime.hpp"
+#include "device/pointer.hpp"
 #include "topo/discover.hpp"
 #include "topo/shape.hpp"
 
@@ -61,6 +63,28 @@ int print_levels() {
   MPI_Finalize();
   return 0;
 }
+// The GPU runtime a program could load here, and what libhier makes of it (device/pointer.hpp):
+// hier-info loads the first one found itself (a program would) and asks libhier's own probe, so a
+// runtime installed without a device (ROCm on a CPU node, GPUs masked) shows as host memory only.
+void print_gpu_runtime() {
+  static const char* const libs[] = {"libcuda.so.1", "libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5"};
+  const char* found = nullptr;
+  for (const char* l : libs) {
+    void* h = dlopen(l, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) continue;
+    found = l;
+    // CUDA counts devices only after cuInit, which a CUDA program has called before it has
+    // device memory; HIP initializes itself.
+    if (auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(h, "cuInit"))) init(0);
+    break;
+  }
+  const hier::device::Runtime r = hier::device::pointer_detail::probe();
+  const std::string& why = hier::device::pointer_detail::no_device_reason();
+  if (!found) std::printf("GPU runtime: none found (libcuda.so.1, libamdhip64.so): every buffer is host memory\n");
+  else if (!why.empty()) std::printf("GPU runtime: %s\n", why.c_str());
+  else if (r == hier::device::Runtime::None) std::printf("GPU runtime: %s loads but has no pointer query: buffers are left to the MPI\n", found);
+  else std::printf("GPU runtime: %s (%s) with a device: each buffer's memory is asked of it\n", hier::device::to_string(r), found);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +113,7 @@ int main(int argc, char** argv) {
   const config::Config& c = p.config;
   std::printf("libhier %s, built for %s\n", HIER_VERSION_STRING, base::built_for_mpi());
   std::printf("MPI library: %s%s\n", l.c_str(), base::library_matches_build(lib) ? "" : "  (MISMATCH: wrong build)");
+  print_gpu_runtime();
   std::printf("configuration:\n");
   std::printf("  HIER_DISABLE     %d\n", c.disable);
   std::printf("  HIER_STRICT      %d\n", c.strict);

@@ -18,7 +18,39 @@ std::vector<std::pair<std::string, std::function<std::string()>>>& sections() {
   static std::vector<std::pair<std::string, std::function<std::string()>>> v;
   return v;
 }
+struct Notes {
+  std::function<void(const char*, const std::string&)> sink;
+  std::vector<std::pair<const char*, std::string>> early;  // noted before the sink was set
+};
+Notes& notes() {
+  static Notes n;
+  return n;
+}
 }  // namespace
+
+void note_info(const char* subsys, const std::string& text) {
+  std::function<void(const char*, const std::string&)> sink;
+  {
+    std::lock_guard<std::mutex> lk(mu());
+    if (!notes().sink) {
+      notes().early.emplace_back(subsys, text);
+      return;
+    }
+    sink = notes().sink;
+  }
+  sink(subsys, text);  // outside the lock: the logger may take its own
+}
+
+void set_info_sink(std::function<void(const char*, const std::string&)> sink) {
+  std::vector<std::pair<const char*, std::string>> early;
+  {
+    std::lock_guard<std::mutex> lk(mu());
+    notes().sink = sink;
+    early.swap(notes().early);
+  }
+  if (sink)
+    for (auto& [subsys, text] : early) sink(subsys, text);
+}
 
 void add_finalize_hook(std::function<void()> fn) {
   std::lock_guard<std::mutex> lk(mu());

@@ -15,6 +15,12 @@ void add_finalize_hook(std::function<void()> fn);
 // Adds a top-level key to the report; `json_text` returns a JSON value as text.
 void add_report_section(std::string key, std::function<std::string()> json_text);
 
+// One INFO line from a layer that cannot include the logger (device, a leaf's peer): core sets
+// the sink at init (diag's logger at HIER_DEBUG=INFO); a line noted before that is kept and
+// written when the sink is set.
+void note_info(const char* subsys, const std::string& text);
+void set_info_sink(std::function<void(const char* subsys, const std::string& text)> sink);
+
 // Used by core itself.
 void run_finalize_hooks();
 void for_each_report_section(const std::function<void(const std::string&, const std::string&)>& fn);

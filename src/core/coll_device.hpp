@@ -15,6 +15,7 @@
 #include "config/config.hpp"
 #include "core/colls.hpp"
 #include "core/staged_persistent.hpp"
+#include "core/wrap.hpp"
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
@@ -300,7 +301,8 @@ class HostCopies {
       dev_[i] = at(*b.slot, b.offset);
       written_[i] = b.written;
       offset_[i] = b.offset;
-      st_[i] = std::make_unique<device::HostStage>(dev_[i], b.count, b.type);
+      st_[i] = std::make_unique<device::HostStage>(dev_[i], b.count, b.type,
+                                                   device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware));
       if (st_[i]->rc() != MPI_SUCCESS) {
         rc_ = st_[i]->rc();
         st_[i].reset();
@@ -403,8 +405,9 @@ int flat_on_host(Args&... a) {
 // GPU runtime copies it back when MPI_Wait / MPI_Test completes the request: dtype's owned
 // requests, as for a staged MPI_Irecv) and the read buffer's after it. The user keeps the MPI's
 // request, so the call stays nonblocking. Nothing on the device: the MPI's call as it is.
+// Returns the MPI's outcome, or an error of libhier's own (Outcome::own: staging failed).
 template <Fn B, class... Args>
-int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
+Outcome start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
   struct Part {
     int i;
     int64_t first;  // bytes from the user's pointer to the span's first byte
@@ -419,14 +422,14 @@ int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
       if (b.written != written || !s.used(i) || b.kind() == device::MemKind::Host) continue;
       MPI_Aint lb = 0;
       const int64_t span = device::span_bytes(b.type, b.count, &lb);
-      if (span < 0) return MPI_ERR_TYPE;
+      if (span < 0) return own_error(MPI_ERR_TYPE);
       if (span == 0) continue;
       parts[n++] = {i, b.offset + lb, static_cast<size_t>(span), total};
       total += static_cast<size_t>(span);
     }
-  if (n == 0) return MpiCalls<B>::nonblocking_call(a..., req);
+  if (n == 0) return {MpiCalls<B>::nonblocking_call(a..., req), diag::AlgoTag::Flat};
   dtype::Staging st = dtype::stage_acquire(total);
-  if (!st.p) return MPI_ERR_NO_MEM;
+  if (!st.p) return own_error(MPI_ERR_NO_MEM);
   const void* user[2] = {};
   for (int k = 0; k < n; ++k) {
     const Part& pt = parts[k];
@@ -434,7 +437,7 @@ int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
     if (!device::runtime_copy(st.p + pt.at, static_cast<const char*>(user[k]) + pt.first, pt.span)) {
       for (int j = 0; j < k; ++j) *s.buf[parts[j].i].slot = user[j];
       dtype::stage_release(st);
-      return MPI_ERR_OTHER;
+      return own_error(MPI_ERR_OTHER);
     }
     *s.buf[pt.i].slot = st.p + pt.at - pt.first;  // the host copy's element 0
   }
@@ -444,7 +447,7 @@ int start_on_copies(Shape& s, MPI_Request* req, Args&... a) {
   if (rc != MPI_SUCCESS) dtype::stage_release(st);
   else if (s.buf[w.i].written) dtype::own_device_recv(*req, st, static_cast<char*>(const_cast<void*>(user[0])) + w.first, w.span);
   else dtype::own_send(*req, st);
-  return rc;
+  return {rc, diag::AlgoTag::Flat};
 }
 
 // Whether the MPI has a persistent form of B that libhier wraps (MPI 4.0; the rewritten collectives).
@@ -456,17 +459,20 @@ constexpr bool kMpiPersistent = requires { MpiCalls<B>::persistent_call; };
 // MPI_Start, the written ones copied back when a completion call completes that start. The
 // program holds the MPI's request. Nothing on the device: the MPI's call as it is.
 template <Fn B, class... Args>
-int persistent_on_copies(Shape& s, MPI_Info info, MPI_Request* req, Args&... a) {
+Outcome persistent_on_copies(Shape& s, MPI_Info info, MPI_Request* req, Args&... a) {
   if constexpr (kMpiPersistent<B>) {
     auto copies = std::make_shared<HostCopies>(s);
-    int rc = copies->rc();
-    if (rc == MPI_SUCCESS) rc = MpiCalls<B>::persistent_call(a..., info, req);
+    if (copies->rc() != MPI_SUCCESS) {
+      copies->restore(s);
+      return own_error(copies->rc());
+    }
+    const int rc = MpiCalls<B>::persistent_call(a..., info, req);
     copies->restore(s);
     if (rc == MPI_SUCCESS)
       staged_persistent::keep(*req, [copies] { return copies->refresh(); }, [copies] { return copies->copy_back(); });
-    return rc;
+    return {rc, diag::AlgoTag::Flat};
   } else {
-    return MPI_ERR_INTERN;  // not reached: libhier wraps no persistent form of B
+    return own_error(MPI_ERR_INTERN);  // not reached: libhier wraps no persistent form of B
   }
 }
 

@@ -37,7 +37,7 @@ inline bool must_stage(const void* p, int64_t n, MPI_Datatype t) {
 class Side {
  public:
   Side(const void* p, int64_t n, MPI_Datatype t) : user_(p) {
-    if (must_stage(p, n, t)) st_.emplace(p, n, t);
+    if (must_stage(p, n, t)) st_.emplace(p, n, t, /*mpi_packs_device=*/false);  // staged: the MPI is not GPU-aware
   }
   bool staged() const { return st_.has_value(); }
   int rc() const { return st_ ? st_->rc() : MPI_SUCCESS; }
@@ -49,21 +49,34 @@ class Side {
   std::optional<device::HostStage> st_;
 };
 
+// Set while `run` dispatches a call again on its host copies: those are libhier's own host
+// memory, never staged again (a runtime that fails every pointer query with an error it does not
+// explain makes every buffer look like device memory, and each copy would be staged anew,
+// without end: mpi.device_faults.copies_hip.hipPointerGetAttribute_1__999).
+inline thread_local int tl_on_host_copies = 0;
+
 // Runs `call(host pointers...)` on the staged sides, copies the written side back, and counts
 // the call as staged in the report's device section. nullopt: nothing to stage.
 template <class Call>
 std::optional<Outcome> run(const char* what, Side& in, Side* out, Call call) {
   if (!in.staged() && !(out && out->staged())) return std::nullopt;
-  if (in.rc() != MPI_SUCCESS) return Outcome{in.rc(), diag::AlgoTag::Flat};
-  if (out && out->rc() != MPI_SUCCESS) return Outcome{out->rc(), diag::AlgoTag::Flat};
+  if (in.rc() != MPI_SUCCESS) return own_error(in.rc());
+  if (out && out->rc() != MPI_SUCCESS) return own_error(out->rc());
   device::note_untouched(device::MemKind::Device, what);
-  Outcome o = call();
+  struct OnCopies {
+    OnCopies() { ++tl_on_host_copies; }
+    ~OnCopies() { --tl_on_host_copies; }
+  };
+  Outcome o = [&] {
+    OnCopies scope;
+    return call();
+  }();
   // Back on an error too: a truncated receive still delivers the part that fits, where the MPI
   // does (tests/dtype/p2p_test.cpp's TruncationLikeTheMPI on device buffers); the bytes the call
   // did not write go back as they were, as a staged MPI_Irecv's span does.
   if (out) {
     const int rc = out->copy_back();
-    if (o.rc == MPI_SUCCESS) o.rc = rc;
+    if (o.rc == MPI_SUCCESS && rc != MPI_SUCCESS) o = own_error(rc);
   }
   return o;
 }
@@ -77,13 +90,13 @@ std::optional<Outcome> start_staged(const void* buf, int64_t n, MPI_Datatype t, 
   if (!must_stage(buf, n, t)) return std::nullopt;
   MPI_Aint lb = 0;
   const int64_t span = device::span_bytes(t, n, &lb);
-  if (span < 0) return Outcome{MPI_ERR_TYPE, diag::AlgoTag::Flat};
+  if (span < 0) return own_error(MPI_ERR_TYPE);
   dtype::Staging s = dtype::stage_acquire(static_cast<size_t>(span > 0 ? span : 1));
-  if (!s.p) return Outcome{MPI_ERR_NO_MEM, diag::AlgoTag::Flat};
+  if (!s.p) return own_error(MPI_ERR_NO_MEM);
   char* dev_first = static_cast<char*>(const_cast<void*>(buf)) + lb;
   if (!device::runtime_copy(s.p, dev_first, static_cast<size_t>(span))) {
     dtype::stage_release(s);
-    return Outcome{MPI_ERR_OTHER, diag::AlgoTag::Flat};
+    return own_error(MPI_ERR_OTHER);
   }
   device::note_untouched(device::MemKind::Device, what);
   const int rc = start(s.p - lb);  // element 0 of the host copy

@@ -78,15 +78,15 @@ Outcome mpi_on_copies(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, con
   }
   if (exec::persistent_init_scope()) {  // the MPI's persistent form, on host copies kept with its request
     device::note_untouched(kind, "staged_persistent_mpi");
-    return {coll_device::persistent_on_copies<B>(s, persistent_info(), req, a...), diag::AlgoTag::Flat};
+    return coll_device::persistent_on_copies<B>(s, persistent_info(), req, a...);
   }
   device::note_untouched(kind, staged_key);
-  if (req) return {coll_device::start_on_copies<B>(s, req, a...), diag::AlgoTag::Flat};  // stays nonblocking
+  if (req) return coll_device::start_on_copies<B>(s, req, a...);  // stays nonblocking
   coll_device::Staged staged(s);
-  if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
+  if (staged.rc() != MPI_SUCCESS) return own_error(staged.rc());
   const int rc = coll_device::flat_on_host<B>(a...);
   const int back = staged.finish();
-  return {rc != MPI_SUCCESS ? rc : back, diag::AlgoTag::Flat};
+  return rc != MPI_SUCCESS ? Outcome{rc, diag::AlgoTag::Flat} : own_error(back);
 }
 template <Fn B, class Fwd, class... Args>
 Outcome to_mpi(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
@@ -182,7 +182,7 @@ bool binds_device(const coll_device::Shape& s, const Args&... a) {
 template <Fn B, class Fwd, class... Args>
 Outcome persistent_staged(Fwd& fwd, coll_device::Shape& s, device::MemKind kind, MPI_Request* req, Args&... a) {
   auto st = std::make_shared<coll_device::HostCopies>(s);
-  if (st->rc() != MPI_SUCCESS) return {st->rc(), diag::AlgoTag::Flat};
+  if (st->rc() != MPI_SUCCESS) return own_error(st->rc());
   auto ran = hierarchical<B>(req, a...);
   st->restore(s);
   if (!ran) return to_mpi<B>(fwd, s, kind, req, a...);
@@ -231,7 +231,7 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
   // persistent collective keeps its copies with its request (persistent_staged).
   if (exec::persistent_init_scope()) return persistent_staged<B>(fwd, s, kind, req, a...);
   coll_device::Staged staged(s);
-  if (staged.rc() != MPI_SUCCESS) return {staged.rc(), diag::AlgoTag::Flat};
+  if (staged.rc() != MPI_SUCCESS) return own_error(staged.rc());
   auto ran = hierarchical<B>(req, a...);
   int rc = MPI_SUCCESS;
   diag::AlgoTag tag = diag::AlgoTag::Flat;
@@ -240,7 +240,7 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     // that it stays nonblocking (these copies go back at the return).
     staged.cancel();
     device::note_untouched(kind, "staged");
-    return {coll_device::start_on_copies<B>(s, req, a...), diag::AlgoTag::Flat};
+    return coll_device::start_on_copies<B>(s, req, a...);
   }
   device::note_untouched(kind, "staged");
   if (ran && req && ran->rc == MPI_SUCCESS) {
@@ -258,7 +258,8 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     tag = ran->algo;
   }
   const int back = staged.finish();
-  return {rc != MPI_SUCCESS ? rc : back, tag};
+  if (rc != MPI_SUCCESS) return {rc, tag};
+  return {back, tag, tag == diag::AlgoTag::Flat && back != MPI_SUCCESS};  // the copy back failed: libhier's own
 }
 
 // The request form of blocking collective B: MPI_Ibarrier / MPI_Barrier_init have no buffers.

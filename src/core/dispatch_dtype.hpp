@@ -127,8 +127,10 @@ template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_dtype(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   if constexpr (F == Fn::Pack || F == Fn::Unpack) {
-    if (auto o = dtype_detail::on_device(args...)) return *o;
-    if (auto o = dtype_detail::on_host(args...)) return *o;
+    if (device_p2p::tl_on_host_copies == 0) {  // (not again on libhier's own host copies)
+      if (auto o = dtype_detail::on_device(args...)) return *o;
+      if (auto o = dtype_detail::on_host(args...)) return *o;
+    }
   }
   if constexpr (B == Fn::Type_commit) {
     const Outcome o = passthrough(fwd);

@@ -460,8 +460,10 @@ inline Outcome dispatch_p2p(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Sendrecv_replace || B == Fn::Isend ||
                 B == Fn::Irecv) {
-    if (auto o = p2p_detail::on_device(device_p2p::Call<F>{}, args...)) return *o;
-    if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
+    if (device_p2p::tl_on_host_copies == 0) {  // (not again on libhier's own host copies)
+      if (auto o = p2p_detail::on_device(device_p2p::Call<F>{}, args...)) return *o;
+      if (auto o = p2p_detail::on_host(device_p2p::Call<F>{}, args...)) return *o;
+    }
   }
   exec::progress();  // libhier's nonblocking collectives advance in point-to-point calls too
   if constexpr (B == Fn::Send || B == Fn::Recv || B == Fn::Sendrecv || B == Fn::Sendrecv_replace || B == Fn::Probe) {

@@ -70,6 +70,8 @@ void initialize(bool world_model, bool at_init) {
   g_runtime.world_size = size;
   g_runtime.mpi_library = library_version();
   log::init(cfg, rank);
+  // INFO lines of the layers below the logger (device: a GPU runtime loaded without a device).
+  base::set_info_sink([](const char* subsys, const std::string& text) { HIER_INFO(subsys, "%s", text.c_str()); });
   // Configuration problems are printed once (rank 0), whatever HIER_DEBUG says.
   if (rank <= 0) {
     for (const std::string& e : parsed.errors)
@@ -159,6 +161,7 @@ void finalize_libhier() {
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
   base::run_finalize_hooks();
+  base::set_info_sink(nullptr);  // the logger closes next
   log::shutdown();
 }
 

@@ -31,11 +31,19 @@ inline bool should_intercept() {
   return s == State::Uninit && lazy_init();
 }
 
-// The result of a family dispatch: the MPI return code and how the call was carried out.
+// The result of a family dispatch: the MPI return code and how the call was carried out. `own`:
+// the error is libhier's own making on a call it left to the MPI (a staging copy the GPU runtime
+// refused, no memory for it), so no error handler has seen it yet: the wrapper raises it on the
+// call's communicator, as the MPI raises its own (MPI_ERRORS_ARE_FATAL stops the job rather than
+// leave the program a request that was never made).
 struct Outcome {
   int rc;
   diag::AlgoTag algo;
+  bool own = false;
 };
+
+// An error of libhier's own making on a call it leaves to the MPI (see Outcome::own).
+inline Outcome own_error(int rc) { return {rc, diag::AlgoTag::Flat, rc != MPI_SUCCESS}; }
 
 // Forwards to the MPI library unchanged; the default of every family.
 template <class Fwd>

@@ -14,6 +14,17 @@
 //     version is taken from hipRuntimeGetVersion(int*) (or the soname) and only the values that
 //     mean host memory are trusted: anything else counts as device, which is always safe.
 //
+// A runtime that is loaded but has no device (a ROCm or CUDA build on a CPU partition, GPUs
+// masked, a login node) answers every query with an error: HIP 5.2 returns hipErrorInvalidDevice
+// (101) for plain host memory. No device memory can exist there, so the probe asks for the device
+// count once (hipGetDeviceCount, which initializes HIP itself; cuDeviceGetCount, whose "not
+// initialized" before the program's cuInit decides nothing) and, where it is zero or an error that
+// says "no device", decides for the whole process that every buffer is host memory: the runtime
+// counts as absent and is never probed again. Per query, the errors that mean "this runtime cannot
+// have made this memory" (invalid value, not initialized, deinitialized, no device, invalid device)
+// count as host memory too; only an answer that is neither an error of those nor a host type
+// counts as device.
+//
 // No per-allocation cache: a freed range can be handed out again as host or device memory and
 // neither runtime tells us about frees, so a cached answer could send a device buffer to the
 // host code. One query costs well under a microsecond, and it runs only on calls where libhier
@@ -22,6 +33,9 @@
 
 #include <dlfcn.h>
 #include <time.h>
+
+#include <cstdint>
+#include <cstdio>
 
 #include <cstring>
 #include <map>
@@ -35,6 +49,8 @@
 namespace hier::device {
 namespace pointer_detail {
 
+void register_report();  // the report's "device" section (below)
+
 std::atomic<uint8_t> g_runtime{static_cast<uint8_t>(Runtime::None)};
 std::atomic<int64_t> g_next_probe_ns{0};
 
@@ -46,37 +62,69 @@ constexpr int kAttrIsManaged = 8;
 
 using QueryFn = int (*)(void* data, int attr, const void* ptr);  // both runtimes, by value
 QueryFn g_query = nullptr;
+using CountFn = int (*)(int* n);  // hipGetDeviceCount, cuDeviceGetCount
 int g_hip_major = 0;
 void* g_handle = nullptr;  // the runtime library's handle (device/runtime_copy.cpp looks up its copies)
 std::mutex g_probe_mu;
 
 void* noload(const char* name) { return dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL); }
 
-bool find_cuda() {
+// What a runtime found by the probe can do.
+enum class Found { No, Yes, NoDevice };
+
+// The runtime loaded without a device, as the report and hier-info say it (empty: not seen).
+std::string g_no_device;
+std::atomic<bool> g_no_device_seen{false};
+
+Found no_device(const char* runtime, const char* lib, int rc, int n) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s (%s) is loaded but has no device (device count %d, error %d): every buffer is host memory",
+                runtime, lib, n, rc);
+  g_no_device = buf;
+  g_no_device_seen.store(true, std::memory_order_release);
+  return Found::NoDevice;
+}
+
+Found find_cuda() {
   void* h = noload("libcuda.so.1");
-  if (!h) return false;
+  if (!h) return Found::No;
   // CUdeviceptr is unsigned long long: passed by value in the same register as a pointer on
   // every 64-bit ABI libhier builds for.
   g_query = reinterpret_cast<QueryFn>(dlsym(h, "cuPointerGetAttribute"));
+  if (!g_query) return Found::No;
+  // CUDA_ERROR_NOT_INITIALIZED (3, before the program's cuInit) decides nothing: the queries
+  // answer "host" until then. Any other error (no device 100, the toolkit's stub driver 34, an
+  // insufficient driver 35, ...) or no device counted means the driver cannot run here.
+  int n = -1;
+  auto count = reinterpret_cast<CountFn>(dlsym(h, "cuDeviceGetCount"));
+  const int rc = count ? count(&n) : 3;
+  if ((rc != 0 && rc != 3) || (rc == 0 && n <= 0)) return no_device("cuda", "libcuda.so.1", rc, n);
   g_handle = h;
-  return g_query != nullptr;  // the handle stays open: the runtime is in the process anyway
+  return Found::Yes;  // the handle stays open: the runtime is in the process anyway
 }
 
-bool find_hip() {
+Found find_hip() {
   static const char* const names[] = {"libamdhip64.so.6", "libamdhip64.so.7", "libamdhip64.so.5", "libamdhip64.so"};
   for (const char* n : names) {
     void* h = noload(n);
     if (!h) continue;
     g_query = reinterpret_cast<QueryFn>(dlsym(h, "hipPointerGetAttribute"));
-    if (!g_query) return false;  // before ROCm 5.0: no stable query, leave buffers to the MPI
+    if (!g_query) return Found::No;  // before ROCm 5.0: no stable query, leave buffers to the MPI
+    // hipGetDeviceCount initializes HIP and answers for good: hipErrorNoDevice (100), or any
+    // other error (the runtime cannot run here), or zero devices, all mean host memory only.
+    int count = -1;
+    auto count_fn = reinterpret_cast<CountFn>(dlsym(h, "hipGetDeviceCount"));
+    const int rc = count_fn ? count_fn(&count) : 0;
+    if (!count_fn) count = 1;  // a stand-in runtime without the call: trust its queries
+    if (rc != 0 || count <= 0) return no_device("hip", n, rc, count);
     g_handle = h;
     int v = 0;
     auto version = reinterpret_cast<int (*)(int*)>(dlsym(h, "hipRuntimeGetVersion"));
     if (version && version(&v) == 0 && v > 0) g_hip_major = v / 10000000;
     else g_hip_major = std::strcmp(n, "libamdhip64.so.5") == 0 ? 5 : 6;  // from the soname
-    return true;
+    return Found::Yes;
   }
-  return false;
+  return Found::No;
 }
 
 MemKind query_cuda(const void* p) {
@@ -84,8 +132,10 @@ MemKind query_cuda(const void* p) {
   if (g_query(&managed, kAttrIsManaged, p) == 0 && managed != 0) return MemKind::Managed;
   unsigned int type = 0;
   const int rc = g_query(&type, kAttrMemoryType, p);
-  if (rc == 1 || rc == 3) return MemKind::Host;  // unknown to CUDA / CUDA not initialized
-  if (rc != 0) return MemKind::Device;            // cannot tell: do not touch
+  // Unknown to CUDA (1), not initialized (3), deinitialized (4), no device (100), invalid device
+  // (101): memory this runtime cannot have made.
+  if (rc == 1 || rc == 3 || rc == 4 || rc == 100 || rc == 101) return MemKind::Host;
+  if (rc != 0) return MemKind::Device;  // cannot tell: do not touch
   return type == 1 ? MemKind::Host : MemKind::Device;
 }
 
@@ -94,7 +144,9 @@ MemKind query_hip(const void* p) {
   if (g_query(&managed, kAttrIsManaged, p) == 0 && managed != 0) return MemKind::Managed;
   unsigned int type = 0;
   const int rc = g_query(&type, kAttrMemoryType, p);
-  if (rc == 1) return MemKind::Host;  // hipErrorInvalidValue: memory HIP does not know
+  // hipErrorInvalidValue (1): memory HIP does not know; not initialized (3), deinitialized (4),
+  // no device (100), invalid device (101): memory HIP cannot have made.
+  if (rc == 1 || rc == 3 || rc == 4 || rc == 100 || rc == 101) return MemKind::Host;
   if (rc != 0) return MemKind::Device;
   if (g_hip_major >= 6) return type <= 1 ? MemKind::Host : type == 3 ? MemKind::Managed : MemKind::Device;
   return type == 0 ? MemKind::Host : type == 4 ? MemKind::Managed : MemKind::Device;
@@ -111,13 +163,27 @@ int64_t coarse_now_ns() {
 Runtime probe() {
   std::lock_guard<std::mutex> lk(g_probe_mu);
   auto r = static_cast<Runtime>(g_runtime.load(std::memory_order_acquire));
-  if (r != Runtime::None) return r;
-  if (find_cuda()) r = Runtime::Cuda;
-  else if (find_hip()) r = Runtime::Hip;
+  if (r != Runtime::None || g_no_device_seen.load(std::memory_order_relaxed)) return r;
+  Found f = find_cuda();
+  if (f == Found::Yes) r = Runtime::Cuda;
+  else if (f == Found::No && (f = find_hip()) == Found::Yes) r = Runtime::Hip;
+  if (f == Found::NoDevice) {
+    // Decided once for the process: never probed again, every buffer is host memory.
+    g_query = nullptr;
+    g_next_probe_ns.store(INT64_MAX, std::memory_order_relaxed);
+    base::note_info("device", g_no_device);
+    register_report();
+    return Runtime::None;
+  }
   g_next_probe_ns.store(coarse_now_ns() + kProbeEveryNs, std::memory_order_relaxed);
   // Release: a thread that sees the runtime also sees g_query and g_hip_major.
   if (r != Runtime::None) g_runtime.store(static_cast<uint8_t>(r), std::memory_order_release);
   return r;
+}
+
+const std::string& no_device_reason() {
+  static const std::string none;
+  return g_no_device_seen.load(std::memory_order_acquire) ? g_no_device : none;
 }
 
 void* runtime_handle() {
@@ -178,6 +244,7 @@ std::string report() {
   std::lock_guard<std::mutex> lk(g_count_mu);
   nlohmann::json j;
   j["runtime"] = to_string(static_cast<Runtime>(pointer_detail::g_runtime.load()));
+  if (!pointer_detail::no_device_reason().empty()) j["runtime_without_device"] = pointer_detail::no_device_reason();
   j["device"] = counts(g_device_calls);
   j["managed"] = counts(g_managed_calls);
   const auto split = [](const uint64_t* b) { return nlohmann::json{{"values", b[0]}, {"records", b[1]}}; };
@@ -186,10 +253,16 @@ std::string report() {
 }
 }  // namespace
 
-void note_untouched(MemKind k, const char* what) {
-  if (k == MemKind::Host) return;
+namespace pointer_detail {
+void register_report() {
   static const bool registered = (base::add_report_section("device", report), true);
   (void)registered;
+}
+}  // namespace pointer_detail
+
+void note_untouched(MemKind k, const char* what) {
+  if (k == MemKind::Host) return;
+  pointer_detail::register_report();
   std::lock_guard<std::mutex> lk(g_count_mu);  // off the fast path: a GPU buffer was seen
   ++(k == MemKind::Device ? g_device_calls : g_managed_calls)[what];
 }

@@ -3,6 +3,9 @@
 // fault. libhier never loads a GPU runtime itself: it asks only a runtime the program already
 // loaded (HIP's libamdhip64, CUDA's driver libcuda.so.1), found with dlopen(RTLD_NOLOAD).
 //
+// A runtime loaded without a device (no GPU, or all masked) counts as no runtime, decided once
+// (pointer.cpp says how).
+//
 // Cost: with no runtime in the process, classify() is one relaxed atomic load and a coarse
 // clock read; the NOLOAD probe re-runs at most every ~100 ms, because a program may load its
 // runtime after MPI_Init (PyTorch, CuPy). With a runtime, each call asks it (no cache: see
@@ -11,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace hier::device {
 
@@ -28,6 +32,9 @@ int64_t coarse_now_ns();
 Runtime probe();                      // the NOLOAD probe; sets g_runtime when it finds one
 MemKind query(Runtime r, const void* p);  // asks the runtime
 void* runtime_handle();                   // dlopen handle of the runtime found (null: none)
+// Why a runtime loaded in this process counts as absent: it has no device (empty: no such runtime
+// seen). Decided once by the probe; every buffer is host memory then.
+const std::string& no_device_reason();
 }  // namespace pointer_detail
 
 // The runtime loaded in this process (probing again if the last probe is older than ~100 ms).

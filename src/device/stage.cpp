@@ -79,7 +79,7 @@ MemKind classify_typed(const void* p, int64_t n, MPI_Datatype t) {
   return classify(reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(p) + static_cast<uintptr_t>(lb)));
 }
 
-HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) {
+HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t, bool mpi_packs_device) : n_(n), t_(t) {
   if (n <= 0) return;
   MPI_Aint tlb = 0;
   const int64_t span = span_bytes(t, n, &tlb);
@@ -96,7 +96,8 @@ HostStage::HostStage(const void* dev, int64_t n, MPI_Datatype t) : n_(n), t_(t) 
   span_ = static_cast<size_t>(span);
   lb_ = tlb;
   by_runtime_ = runtime_copy(mem_.get(), static_cast<const char*>(dev) + tlb, span_);
-  if (!by_runtime_) rc_ = copy(dev, host_, n, t, extent_of(t));
+  if (by_runtime_) return;
+  rc_ = mpi_packs_device ? copy(dev, host_, n, t, extent_of(t)) : MPI_ERR_OTHER;
 }
 
 int HostStage::copy_back(void* dev) const {

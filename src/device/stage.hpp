@@ -3,7 +3,8 @@
 // - Through the GPU runtime (device/runtime_copy.hpp), the usual way: the whole span of the
 //   buffer, from its first to its last touched byte, in one copy each way. The holes of a
 //   derived type travel too and are written back with the bytes they had when the call began.
-// - Through the MPI's own pack and unpack, where the runtime cannot copy: a GPU-aware MPI moves
+// - Through the MPI's own pack and unpack, where the runtime cannot copy and the MPI is GPU-aware
+//   (an MPI that is not would read device memory on the host: that is an error instead). It moves
 //   device data that way and keeps a derived type's layout (holes untouched); no message is
 //   sent, so no self-communicator traffic that two threads could cross.
 #pragma once
@@ -29,7 +30,9 @@ MemKind classify_typed(const void* p, int64_t n, MPI_Datatype t);
 class HostStage {
  public:
   // Copies n elements of `t` at `dev` into new host memory; host() is the address of element 0.
-  HostStage(const void* dev, int64_t n, MPI_Datatype t);
+  // mpi_packs_device: the MPI is GPU-aware, so its pack may stand in for a copy the runtime
+  // refuses; otherwise such a refusal is the stage's error (MPI_ERR_OTHER), never a host read.
+  HostStage(const void* dev, int64_t n, MPI_Datatype t, bool mpi_packs_device);
   int rc() const { return rc_; }
   void* host() const { return host_; }
   // Copies the n elements back to `dev`.

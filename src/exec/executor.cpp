@@ -464,6 +464,12 @@ int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
     m.complete_group(true);
   }
   const int rc_flush = m.flush();  // the last local steps' kernels, before the caller reads
+  if (m.rc() != MPI_SUCCESS && b.dev) {
+    // A step failed: copies and kernels queued before it (a wave's staging copies, whose events
+    // nobody waits for now) may still read or write the scratch and staging memory the caller
+    // gives back next. Everything queued ends first (its own error, if any, adds nothing).
+    (void)b.dev->sync();
+  }
   return m.rc() != MPI_SUCCESS ? m.rc() : rc_flush;
 }
 

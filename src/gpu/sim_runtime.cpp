@@ -23,10 +23,12 @@ struct Hooks {
   void* (*alloc)(size_t) = nullptr;
   void (*free)(void*) = nullptr;
   void* (*alias)(const void*) = nullptr;
+  int (*fail)(const char*) = nullptr;  // fault injection (optional): the error a call answers, or 0
   Hooks() {
     alloc = reinterpret_cast<void* (*)(size_t)>(dlsym(RTLD_DEFAULT, "hier_sim_alloc"));
     free = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "hier_sim_free"));
     alias = reinterpret_cast<void* (*)(const void*)>(dlsym(RTLD_DEFAULT, "hier_sim_alias"));
+    fail = reinterpret_cast<int (*)(const char*)>(dlsym(RTLD_DEFAULT, "hier_sim_fail"));
   }
   bool ok() const { return alloc && free && alias; }
 };
@@ -108,6 +110,7 @@ int enqueue(Stream s, std::function<void()> work) {
 }
 
 void* alias(const void* p) { return hooks().alias(p); }
+int injected(const char* call) { return hooks().fail ? hooks().fail(call) : 0; }
 bool usable() { return hooks().ok(); }
 
 }  // namespace hier::gpu::sim
@@ -116,6 +119,7 @@ using namespace hier::gpu::sim;
 
 int simMalloc(void** p, size_t n) {
   if (!hooks().ok()) return 2;  // cudaErrorMemoryAllocation's meaning: nothing allocated
+  if (int rc = injected("simMalloc")) return rc;
   *p = hooks().alloc(n);
   return *p ? 0 : 2;
 }
@@ -124,6 +128,7 @@ int simFree(void* p) {
   return 0;
 }
 int simMallocHost(void** p, size_t n) {
+  if (int rc = injected("simMallocHost")) return rc;
   *p = std::aligned_alloc(64, (n + 63) / 64 * 64);
   return *p ? 0 : 2;
 }
@@ -132,6 +137,7 @@ int simFreeHost(void* p) {
   return 0;
 }
 int simStreamCreateWithFlags(simStream_t* s, unsigned) {
+  if (int rc = injected("simStreamCreate")) return rc;
   *s = new StreamImpl;
   return 0;
 }
@@ -142,16 +148,19 @@ int simStreamDestroy(simStream_t s) {
 }
 int simStreamSynchronize(simStream_t s) {
   resolve(s)->drain();
-  return 0;
+  return injected("simStreamSynchronize");
 }
 int simMemcpyAsync(void* dst, const void* src, size_t n, int, simStream_t s) {
+  if (int rc = injected("simMemcpyAsync")) return rc;
   return enqueue(s, [=] { std::memcpy(alias(dst), alias(src), n); });
 }
 int simGetLastError() { return 0; }
 int simMemsetAsync(void* p, int value, size_t n, simStream_t s) {
+  if (int rc = injected("simMemsetAsync")) return rc;
   return enqueue(s, [=] { std::memset(alias(p), value, n); });
 }
 int simEventCreateWithFlags(simEvent_t* e, unsigned) {
+  if (int rc = injected("simEventCreate")) return rc;
   *e = new EventImpl;
   return 0;
 }
@@ -176,5 +185,6 @@ int simEventSynchronize(simEvent_t e) {
   std::unique_lock<std::mutex> lk(e->mu);
   const uint64_t want = e->recorded;
   e->cv.wait(lk, [&] { return e->reached >= want; });
-  return 0;
+  lk.unlock();
+  return injected("simEventSynchronize");  // an error that surfaced while the work ran
 }

@@ -35,6 +35,10 @@ int enqueue(Stream s, std::function<void()> work);
 // Whether the process has a simulated device (its hooks): without one the module is unusable.
 bool usable();
 void* alias(const void* p);
+// Fault injection by the process's simulated device (its optional hook hier_sim_fail): the runtime
+// error `call` answers this time instead of working, or 0. A launch that fails answers 719, the
+// launch-failure code of both runtimes.
+int injected(const char* call);
 
 // Launch arguments as the simulated kernel sees them: device addresses through their aliases.
 template <class T>
@@ -58,6 +62,7 @@ inline constexpr unsigned kMaxGrid = 2, kMaxBlock = 4;
 template <class... P, class... A>
 int run_kernel(void (*kernel)(P...), unsigned grid, unsigned block, Stream s, A... args) {
   const unsigned g = grid < kMaxGrid ? grid : kMaxGrid, b = block < kMaxBlock ? block : kMaxBlock;
+  if (int rc = injected("launch")) return rc;
   return enqueue(s, [=] {
     gridDim = {g, 1, 1};
     blockDim = {b, 1, 1};

@@ -7,9 +7,23 @@
 static int g_context;            // the one context's handle is its address
 static thread_local int g_depth;  // contexts pushed on this thread
 
+// One device after cuInit (which the stand-in needs no call for), unless fault injection says
+// otherwise (CUDA_ERROR_NO_DEVICE = 100).
+extern "C" __attribute__((visibility("default"))) int cuDeviceGetCount(int* n) {
+  if (int rc = fake_gpu_fail("cuDeviceGetCount")) {
+    *n = 0;
+    return rc;
+  }
+  *n = 1;
+  return 0;
+}
+
 extern "C" __attribute__((visibility("default"))) int cuPointerGetAttribute(void* data, int attribute,
                                                                            unsigned long long ptr) {
   const int kind = fake_gpu_kind(reinterpret_cast<const void*>(ptr));
+  // Injected errors answer for host memory only (as in fake_hip.cpp).
+  if (kind == 0)
+    if (int rc = fake_gpu_fail("cuPointerGetAttribute")) return rc;
   if (kind == 0) return 1;  // CUDA_ERROR_INVALID_VALUE: memory CUDA does not know
   if (attribute == 8) {     // CU_POINTER_ATTRIBUTE_IS_MANAGED: a bool
     *static_cast<bool*>(data) = kind == 3;
@@ -42,7 +56,8 @@ extern "C" __attribute__((visibility("default"))) int cuCtxPopCurrent_v2(void** 
 extern "C" __attribute__((visibility("default"))) int cuMemcpy(unsigned long long dst, unsigned long long src,
                                                                size_t bytes) {
   if (g_depth == 0) return 201;
+  if (int rc = fake_gpu_fail("cuMemcpy")) return rc;
   fake_gpu_copy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   return 0;
 }
-extern "C" __attribute__((visibility("default"))) int cuStreamSynchronize(void*) { return 0; }
+extern "C" __attribute__((visibility("default"))) int cuStreamSynchronize(void*) { return fake_gpu_fail("cuStreamSynchronize"); }

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
@@ -144,6 +145,55 @@ void fake_gpu_free(void* p) {
       return;
     }
 }
+
+// FAKE_GPU_FAIL (fake_gpu.h), parsed once; each rule counts the calls of its entry point.
+namespace {
+struct FailRule {
+  char call[48];
+  long nth;
+  bool onward;
+  int code;
+  std::atomic<long> seen{0};
+};
+constexpr int kMaxRules = 8;
+FailRule g_rules[kMaxRules];
+int g_nrules = 0;
+std::once_flag g_rules_once;
+
+void parse_rules() {
+  const char* v = std::getenv("FAKE_GPU_FAIL");
+  while (v && *v && g_nrules < kMaxRules) {
+    const char* end = std::strchr(v, ',');
+    const size_t len = end ? static_cast<size_t>(end - v) : std::strlen(v);
+    char rule[128] = {};
+    std::memcpy(rule, v, len < sizeof rule - 1 ? len : sizeof rule - 1);
+    char* c1 = std::strchr(rule, ':');
+    char* c2 = c1 ? std::strchr(c1 + 1, ':') : nullptr;
+    if (!c1 || !c2 || static_cast<size_t>(c1 - rule) >= sizeof g_rules[0].call) {
+      std::fprintf(stderr, "FAKE_GPU_FAIL: rule '%s' is not call:n[+]:code\n", rule);
+      std::exit(2);
+    }
+    FailRule& r = g_rules[g_nrules++];
+    std::memcpy(r.call, rule, static_cast<size_t>(c1 - rule));
+    r.nth = std::strtol(c1 + 1, nullptr, 10);
+    r.onward = c2[-1] == '+';
+    r.code = std::atoi(c2 + 1);
+    v = end ? end + 1 : nullptr;
+  }
+}
+}  // namespace
+
+int fake_gpu_fail(const char* call) {
+  std::call_once(g_rules_once, parse_rules);
+  for (int i = 0; i < g_nrules; ++i) {
+    FailRule& r = g_rules[i];
+    if (std::strcmp(r.call, call) != 0) continue;
+    const long n = r.seen.fetch_add(1) + 1;
+    if (n == r.nth || (r.onward && n > r.nth)) return r.code;
+  }
+  return 0;
+}
+int hier_sim_fail(const char* call) { return fake_gpu_fail(call); }
 
 // The simulated device's hooks for the GPU module libhier-sim.so (src/gpu/sim_runtime.hpp): its
 // allocations are this device's memory, and its kernels work through the aliases.

@@ -21,8 +21,23 @@ extern "C" __attribute__((visibility("default"))) int hipRuntimeGetVersion(int* 
   return 0;
 }
 
+// One device, unless fault injection says otherwise (hipErrorNoDevice = 100: a ROCm install on a
+// machine without a GPU, as Debian's libamdhip64 answers here).
+extern "C" __attribute__((visibility("default"))) int hipGetDeviceCount(int* n) {
+  if (int rc = fake_gpu_fail("hipGetDeviceCount")) {
+    *n = 0;
+    return rc;
+  }
+  *n = 1;
+  return 0;
+}
+
 extern "C" __attribute__((visibility("default"))) int hipPointerGetAttribute(void* data, int attribute, void* ptr) {
   const int kind = fake_gpu_kind(ptr);
+  // An injected error answers for host memory only: a runtime that fails a query on its own
+  // device memory cannot be told from one that does not know it, and host code would touch it.
+  if (kind == 0)
+    if (int rc = fake_gpu_fail("hipPointerGetAttribute")) return rc;
   if (kind == 0) return 1;  // hipErrorInvalidValue: memory HIP does not know
   const bool rocm6 = version() >= 60000000;
   if (attribute == 8) {  // HIP_POINTER_ATTRIBUTE_IS_MANAGED
@@ -40,6 +55,7 @@ extern "C" __attribute__((visibility("default"))) int hipPointerGetAttribute(voi
 // to push (HIP's device is per thread and set by the program).
 extern "C" __attribute__((visibility("default"))) int hipMemcpy(void* dst, const void* src, size_t bytes, int kind) {
   if (kind != 4) return 1;  // libhier only ever asks for hipMemcpyDefault
+  if (int rc = fake_gpu_fail("hipMemcpy")) return rc;
   fake_gpu_copy(dst, src, bytes);
   return 0;
 }
