@@ -225,9 +225,10 @@ def gen_c_wrappers(funcs, family):
                 # A hierarchical schedule's errors come from libhier's level communicators, and
                 # libhier's own (o.own: staging) come from no MPI call: the user's communicator's
                 # error handler has not seen them yet.
-                out.append("    if (o.algo != hier::diag::AlgoTag::Flat || o.own) hier::core::raise_on(comm, o.rc);")
+                out.append("    if (o.algo != hier::diag::AlgoTag::Flat) hier::core::raise_on(comm, o.rc);")
+                out.append(f'    else if (o.own) hier::core::raise_own(comm, o.rc, "{f.name}");')
             elif has_comm:
-                out.append("    if (o.own) hier::core::raise_on(comm, o.rc);  // libhier's own error (Outcome::own)")
+                out.append(f'    if (o.own) hier::core::raise_own(comm, o.rc, "{f.name}");  // libhier\'s own error (Outcome::own)')
             out.append("    return o.rc;")
             out.append("  } catch (...) {")
             out.append(f'    return hier::core::on_exception({comm}, "{f.name}");')

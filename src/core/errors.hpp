@@ -12,6 +12,11 @@ namespace hier::core {
 // Returns rc.
 int raise_on(MPI_Comm comm, int rc);
 
+// An error of libhier's own making on a call it left to the MPI (core::Outcome::own: a staging
+// copy the GPU runtime refused, no memory for it): one WARN line names the call and the error
+// (the first few times), then raise_on. Returns rc.
+int raise_own(MPI_Comm comm, int rc, const char* function);
+
 // Inside a catch block of a generated wrapper: the code for the exception in flight (std::bad_alloc:
 // MPI_ERR_NO_MEM, anything else: MPI_ERR_INTERN), logged once and raised on `comm` (MPI_COMM_NULL:
 // a call with no communicator, raised on MPI_COMM_SELF as MPI-4 does for such errors).

@@ -111,7 +111,10 @@ int upload(const device::BlockProgram* p, void** out) {
   dp->view.item_at = reinterpret_cast<const int64_t*>(put(t.item_at.data(), b_at));
   dp->view.entry_at = reinterpret_cast<const int64_t*>(put(t.entry_at.data(), b_eat));
   dp->view.grain = t.grain;
-  if (rc == 0) rc = GPU(StreamSynchronize)(nullptr);  // the tables are host locals
+  // The tables are host locals: every copy queued ends before they do, also when a later one
+  // could not be queued (the first copies would otherwise read freed host memory and write m).
+  const int synced = static_cast<int>(GPU(StreamSynchronize)(nullptr));
+  if (rc == 0) rc = synced;
   if (rc != 0) {
     GPU(Free)(m);
     delete dp;

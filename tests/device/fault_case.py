@@ -22,8 +22,14 @@ CRASH = re.compile(r"FAKE_GPU: host access|Segmentation fault|signal 11|SIGSEGV|
                    r"Bus error|core dumped|exited on signal|BAD TERMINATION.*(SEGMENTATION|ABORT)|"
                    r"Invalid MPI_Request|MPI_ERR_REQUEST|Assertion .* failed")
 WRONG = re.compile(r"^\[  FAILED  \]|: Failure$", re.M)
-# The MPI's own report of an error raised on a communicator with MPI_ERRORS_ARE_FATAL.
-MPI_ERROR = re.compile(r"MPI_ERRORS_ARE_FATAL|Fatal error in (P)?MPI_|MPI_ERR_(OTHER|NO_MEM|INTERN|TYPE)")
+# The MPI's own report of an error raised on a communicator with MPI_ERRORS_ARE_FATAL, or
+# libhier's line before it raises its own (core/errors.hpp, raise_own): Open MPI's launcher at
+# times loses the ranks' lines when every rank aborts at once, and says only that it could not
+# print the abort's help text (ORTE_ERROR_LOG in show_help.c); its exit status is then the
+# error code the ranks aborted with (MPI_ERR_OTHER: 16).
+MPI_ERROR = re.compile(r"MPI_ERRORS_ARE_FATAL|Fatal error in (P)?MPI_|MPI_ERR_(OTHER|NO_MEM|INTERN|TYPE)|"
+                       r"failed inside libhier before the MPI saw it|"
+                       r"ORTE_ERROR_LOG: .* in file .*show_help\.c")
 
 
 def main():
