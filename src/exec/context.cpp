@@ -40,6 +40,7 @@ int delete_context(MPI_Comm comm, int, void* attr, void*) {
   g_entered.compare_exchange_strong(entered, MPI_COMM_NULL);
   unregister(c);
   drain(c);  // nonblocking requests still running here complete first (MPI_Comm_free allows them)
+  if (kept_by_persistent(c)) return MPI_SUCCESS;  // deleted with the last persistent request made here
   delete c;  // frees the level communicators
   return MPI_SUCCESS;
 }

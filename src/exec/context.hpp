@@ -61,6 +61,11 @@ struct Context {
   std::vector<std::unique_ptr<RequestMemory>> request_memory;
   int requests = 0;
   bool memory_lent = false;
+  // Persistent requests made here and not yet freed (exec/persistent.cpp): they keep the context
+  // (its shadow and level communicators) past MPI_Comm_free; `orphaned`: the communicator was
+  // freed meanwhile, and the last one's MPI_Request_free (or its completion after it) deletes it.
+  int persistent = 0;
+  bool orphaned = false;
 
   Context() = default;
   Context(const Context&) = delete;
