@@ -50,6 +50,11 @@ Context* drop_context(CollRequest* r) {
 
 }  // namespace engine
 
+bool has_persistent(Context* ctx) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return ctx->persistent > 0;
+}
+
 bool kept_by_persistent(Context* ctx) {
   std::lock_guard<std::mutex> lk(g_mu);
   if (ctx->persistent == 0) return false;

@@ -105,6 +105,8 @@ int free_persistent(MPI_Request* h);  // MPI_Request_free of one
 // when persistent requests made on it still exist, which keep the context; the last one's
 // MPI_Request_free deletes it then (MPI: the object goes once no operation refers to it).
 bool kept_by_persistent(Context* ctx);
+// Whether persistent requests made on ctx still exist.
+bool has_persistent(Context* ctx);
 // Adds work around every start of persistent request h: `before` ahead of its own (at each
 // MPI_Start), `after` behind its own (once each start completed without error). The collectives'
 // dispatch refreshes and copies back the host copies of a rank's device buffers with them
