@@ -15,6 +15,8 @@
 #include "device/module.hpp"
 #include "dtype/device_pack.hpp"
 #include "dtype/pack_calls.hpp"
+#include "exec/request.hpp"
+#include "util/inject.hpp"
 
 namespace hier::core {
 
@@ -142,6 +144,17 @@ inline Outcome dispatch_dtype(Fwd& fwd, Args... args) {
     return dtype_detail::unpack(fwd, args...);
   } else if constexpr (B == Fn::Pack_size) {
     return dtype_detail::pack_size(fwd, args...);
+  } else if constexpr (B == Fn::Op_free) {
+    // A user-defined op that libhier's pending requests still use (nonblocking, or persistent:
+    // exec::hold_op) is freed by the last of them; the program's handle becomes MPI_OP_NULL now,
+    // as the MPI's own free would make it. Test-only "op_free" (util/inject.hpp) frees it at
+    // once, the negative control of the tests of this.
+    MPI_Op* op = std::get<0>(std::tuple<Args...>(args...));
+    if (op && !util::injected_failure("op_free") && exec::defer_op_free(*op)) {
+      *op = MPI_OP_NULL;
+      return {MPI_SUCCESS, diag::AlgoTag::Flat};
+    }
+    return passthrough(fwd);
   } else {
     // MPI_Type_free: the attribute's delete callback releases the canonical form.
     return passthrough(fwd);

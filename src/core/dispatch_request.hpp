@@ -156,6 +156,23 @@ inline int cancel_collective() {
   return raise_on(MPI_COMM_WORLD, code);
 }
 
+// MPI_Request_free of a nonblocking collective request is erroneous in MPI, and the MPIs report
+// it themselves (measured with their own MPI_Iallreduce and MPI_Ibarrier): MPICH 4.0
+// MPI_ERR_OTHER, complete or not; Open MPI 4.1 MPI_ERR_REQUEST while it is not complete (a
+// complete one it frees); through MPI_COMM_WORLD's error handler, the handle left as it was.
+// libhier's requests answer the same: the request runs on, and the program completes it as
+// usual. nullopt: the MPI frees it (Open MPI, complete).
+inline std::optional<int> free_collective(MPI_Request* r) {
+#if defined(OMPI_MAJOR_VERSION)
+  exec::progress();
+  if (!exec::unfinished(1, r)) return std::nullopt;
+  return raise_on(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+#else
+  (void)r;
+  return raise_on(MPI_COMM_WORLD, MPI_ERR_OTHER);
+#endif
+}
+
 // MPI_Start / MPI_Startall: libhier's persistent collectives start their schedule; the MPI's own
 // on host copies of device buffers refresh their copies first (core/staged_persistent.hpp).
 inline int start_one(MPI_Request* r) {
@@ -241,6 +258,9 @@ inline Outcome dispatch_request(Fwd& fwd, Args... args) {
       if (staged_persistent::kept(*r)) return {staged_persistent::free(r), diag::AlgoTag::Flat};
     if constexpr (B == Fn::Cancel)
       if (exec::is_collective_request(*r)) return {request_detail::cancel_collective(), diag::AlgoTag::Hier};
+    if constexpr (B == Fn::Request_free)
+      if (exec::is_collective_request(*r))
+        if (auto rc = request_detail::free_collective(r)) return {*rc, diag::AlgoTag::Hier};
   }
   // The MPI's own persistent collectives on host copies (relaxed load): their results go back
   // once the completion call returned.

@@ -40,6 +40,7 @@ int delete_context(MPI_Comm comm, int, void* attr, void*) {
   g_entered.compare_exchange_strong(entered, MPI_COMM_NULL);
   unregister(c);
   drain(c);  // nonblocking requests still running here complete first (MPI_Comm_free allows them)
+  if (kept_by_persistent(c)) return MPI_SUCCESS;  // deleted with the last persistent request made here
   delete c;  // frees the level communicators
   return MPI_SUCCESS;
 }
@@ -108,6 +109,30 @@ Context* find(MPI_Comm comm, int kv) {
 // the shadow duplicate is libhier's only traffic on the user's communicator, so a rank that
 // builds the levels later, when another rank does not (a program that calls different
 // collectives on different ranks), waits on the shadow and never crosses the user's messages.
+// Keys of contexts (Context::key): the largest this process has seen.
+std::atomic<uint64_t> g_key_seq{0};
+
+// PMPI_Comm_dup with the error returned, not raised on `comm` (its handler restored after).
+int dup_returning(MPI_Comm comm, MPI_Comm* out) {
+  MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+  const bool swapped = PMPI_Comm_get_errhandler(comm, &eh) == MPI_SUCCESS;
+  if (swapped) PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  const int rc = PMPI_Comm_dup(comm, out);
+  if (swapped) {
+    PMPI_Comm_set_errhandler(comm, eh);
+    PMPI_Errhandler_free(&eh);
+  }
+  return rc;
+}
+
+// Whether rc may say the MPI ran out of communicators: MPICH's "Too many communicators" is of
+// class MPI_ERR_OTHER (argument errors have classes of their own).
+bool out_of_comms(int rc) {
+  int cls = MPI_ERR_OTHER;
+  PMPI_Error_class(rc, &cls);
+  return cls == MPI_ERR_OTHER;
+}
+
 Context* create(MPI_Comm comm, int kv) {
   auto c = std::make_unique<Context>();
   c->comm = comm;
@@ -116,13 +141,25 @@ Context* create(MPI_Comm comm, int kv) {
   PMPI_Comm_size(comm, &size);  // an intercommunicator's local group
   c->flat_only = inter || size == 1;
   if (!c->flat_only) {
-    if (PMPI_Comm_dup(comm, &c->internal) != MPI_SUCCESS) {
-      // (collective: every rank fails alike, or the MPI's error handler ended the job)
+    // Out of communicators (MPICH's context IDs): idle contexts are released and the dup tried
+    // again; failing that, the communicator runs the MPI's own algorithms (flat). The program's
+    // error handler is not called for libhier's own dup (collective: every rank fails alike).
+    int rc = dup_returning(comm, &c->internal);
+    if (rc != MPI_SUCCESS && out_of_comms(rc) && release_idle(comm) > 0) rc = dup_returning(comm, &c->internal);
+    if (rc != MPI_SUCCESS) {
       c->internal = MPI_COMM_NULL;
       c->flat_only = true;
-      note_fallback(Acquire::Levels, true);
+      note_fallback(Acquire::Levels, true);  // counted in the report's fallbacks; the first one warns
     } else {
       PMPI_Comm_set_errhandler(c->internal, MPI_ERRORS_RETURN);
+      // The context's key: larger than every key this rank holds, the same on every rank.
+      uint64_t k = g_key_seq.load() + 1;
+      if (PMPI_Allreduce(MPI_IN_PLACE, &k, 1, MPI_UINT64_T, MPI_MAX, c->internal) == MPI_SUCCESS) {
+        c->key = k;
+        uint64_t seen = g_key_seq.load();
+        while (seen < k && !g_key_seq.compare_exchange_weak(seen, k)) {
+        }
+      }
     }
   }
   Context* raw = c.release();
@@ -206,6 +243,67 @@ GpuPath gpu_path(MPI_Comm comm, bool* bind_device) {
   if (!c || !c->levels || c->device_to_mpi) return GpuPath::ToMpi;
   if (!c->device_hier) return GpuPath::Host;
   return c->device_stage ? GpuPath::DeviceStaged : GpuPath::DeviceHier;
+}
+
+int release_idle(MPI_Comm parent) {
+  int inter = 1;
+  if (parent == MPI_COMM_NULL || PMPI_Comm_test_inter(parent, &inter) != MPI_SUCCESS || inter) return 0;
+  const int kv = keyval();
+  MPI_Group gp;
+  PMPI_Comm_group(parent, &gp);
+  std::vector<Context*> mine;
+  {
+    std::lock_guard<std::mutex> lk(g_contexts_mu);
+    mine = g_live;
+  }
+  // This rank's candidates, by key, and whether it must keep each (persistent requests).
+  std::vector<uint64_t> offer;  // key << 1 | keep
+  std::map<uint64_t, Context*> by_key;
+  for (Context* c : mine) {
+    if (c->internal == MPI_COMM_NULL || c->key == 0) continue;
+    MPI_Group gc;
+    if (PMPI_Comm_group(c->comm, &gc) != MPI_SUCCESS) continue;
+    int n = 0;
+    PMPI_Group_size(gc, &n);
+    std::vector<int> in(n), out(n);
+    for (int i = 0; i < n; ++i) in[i] = i;
+    bool inside = PMPI_Group_translate_ranks(gc, n, in.data(), gp, out.data()) == MPI_SUCCESS;
+    for (int i = 0; inside && i < n; ++i) inside = out[i] != MPI_UNDEFINED;
+    PMPI_Group_free(&gc);
+    if (!inside) continue;
+    drain(c);  // every rank of c is in this call, draining too: its requests complete
+    by_key[c->key] = c;
+    offer.push_back(c->key << 1 | (has_persistent(c) ? 1 : 0));
+  }
+  PMPI_Group_free(&gp);
+  // Agreed over `parent` (every rank is in this call after the same failure): a context goes
+  // where no rank keeps it.
+  int size = 1;
+  PMPI_Comm_size(parent, &size);
+  int n = static_cast<int>(offer.size());
+  std::vector<int> counts(size), displs(size);
+  if (PMPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, parent) != MPI_SUCCESS) return 0;
+  int total = 0;
+  for (int i = 0; i < size; ++i) {
+    displs[i] = total;
+    total += counts[i];
+  }
+  std::vector<uint64_t> all(static_cast<size_t>(total));
+  if (PMPI_Allgatherv(offer.data(), n, MPI_UINT64_T, all.data(), counts.data(), displs.data(), MPI_UINT64_T,
+                      parent) != MPI_SUCCESS)
+    return 0;
+  std::map<uint64_t, bool> keep;
+  for (uint64_t e : all) keep[e >> 1] = keep[e >> 1] || (e & 1);
+  int released = 0;
+  for (const auto& [key, kept] : keep) {
+    if (kept) continue;
+    ++released;  // counted on every rank alike, member of that communicator or not
+    auto it = by_key.find(key);
+    if (it != by_key.end()) PMPI_Comm_delete_attr(it->second->comm, kv);  // delete_context: frees its communicators
+  }
+  if (released > 0)
+    HIER_INFO("exec", "out of communicators: released libhier's communicators of %d idle communicators", released);
+  return released;
 }
 
 Census census() {

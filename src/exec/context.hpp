@@ -61,6 +61,15 @@ struct Context {
   std::vector<std::unique_ptr<RequestMemory>> request_memory;
   int requests = 0;
   bool memory_lent = false;
+  // Persistent requests made here and not yet freed (exec/persistent.cpp): they keep the context
+  // (its shadow and level communicators) past MPI_Comm_free; `orphaned`: the communicator was
+  // freed meanwhile, and the last one's MPI_Request_free (or its completion after it) deletes it.
+  int persistent = 0;
+  bool orphaned = false;
+  // The same on every rank of `comm` and unique among each rank's contexts (agreed over the
+  // shadow when it is made; 0: no shadow): names this context to the other ranks when idle
+  // contexts are released for context IDs (release_idle).
+  uint64_t key = 0;
 
   Context() = default;
   Context(const Context&) = delete;
@@ -89,6 +98,15 @@ Context* context_of(MPI_Comm comm);
 // (Context::device_module).
 enum class GpuPath : uint8_t { Host, ToMpi, DeviceHier, DeviceStaged };
 GpuPath gpu_path(MPI_Comm comm, bool* bind_device);
+
+// The MPI ran out of communicators (context IDs: MPICH has 2,048 per process) in a call collective
+// over `parent` (the program's MPI_Comm_dup / split / split_type / create, or libhier's shadow of
+// a new communicator): frees libhier's shadow and level communicators of every context whose
+// communicator's group lies inside `parent`'s (all of its ranks are then in this call), once its
+// nonblocking requests completed, unless a rank still has persistent requests on it (agreed over
+// `parent`). The next collective on such a communicator makes its context again. Collective over
+// `parent`, an intracommunicator; returns how many contexts were released (the same on every rank).
+int release_idle(MPI_Comm parent);
 
 // Live contexts and the level communicators they hold (the lifecycle test checks these).
 struct Census {

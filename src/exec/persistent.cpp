@@ -31,17 +31,36 @@ int make_persistent(std::unique_ptr<CollRequest> r, MPI_Request* out) {
   // (without libhier too; tests/nonblocking's Persistent.MpiOwnAfterLibhiersFreed).
   if (int rc = PMPI_Send_init(nullptr, 0, MPI_BYTE, 0, 0, MPI_COMM_SELF, &o->handle); rc != MPI_SUCCESS) {
     delete o;
+    release_held(r.get());
     return rc;
   }
   r->owner = o;
   o->r = std::move(r);
   std::lock_guard<std::mutex> lk(g_mu);
+  ++o->r->ctx->persistent;
   g_persist[o->handle] = o;
   *out = o->handle;
   return MPI_SUCCESS;
 }
 
+Context* drop_context(CollRequest* r) {
+  Context* c = r->ctx;
+  return --c->persistent == 0 && c->orphaned ? c : nullptr;
+}
+
 }  // namespace engine
+
+bool has_persistent(Context* ctx) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return ctx->persistent > 0;
+}
+
+bool kept_by_persistent(Context* ctx) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  if (ctx->persistent == 0) return false;
+  ctx->orphaned = true;
+  return true;
+}
 
 PersistentInit::PersistentInit() { ++tl_persistent_init; }
 PersistentInit::~PersistentInit() { --tl_persistent_init; }
@@ -99,19 +118,22 @@ int free_persistent(MPI_Request* h) {
   // MPI_Finalize); its generalized request is released to the MPI now.
   if (o->current != MPI_REQUEST_NULL) PMPI_Request_free(&o->current);
   bool running;
+  Context* orphan = nullptr;
   {
     std::lock_guard<std::mutex> lk(g_mu);
     running = o->running;
     if (running) {
       o->freed = true;
-    } else if (o->r->mem) {
-      o->r->ctx->request_memory.push_back(std::move(o->r->mem));
+    } else {
+      if (o->r->mem) o->r->ctx->request_memory.push_back(std::move(o->r->mem));
+      orphan = drop_context(o->r.get());
     }
   }
   if (!running) {
-    release_types(o->r.get());
+    release_held(o->r.get());
     delete o;
   }
+  delete orphan;  // its communicator was freed before this last request on it
   return PMPI_Request_free(h);
 }
 

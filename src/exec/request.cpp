@@ -13,10 +13,13 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
+#include "exec/prepare.hpp"
+#include "util/inject.hpp"
 
 namespace hier::exec {
 namespace engine {
@@ -151,6 +154,54 @@ bool advance(CollRequest* r) {
 
 namespace {
 
+// User-defined ops held by requests (hold_op): references per op, and whether the program has
+// freed it already (its MPI_Op_free deferred). Its own lock: MPI_Op_free takes it from any
+// thread, and release_op runs under g_mu too (g_mu, then g_op_mu; never the other way).
+struct OpRefs {
+  int refs = 0;
+  bool freed = false;  // the program's MPI_Op_free came while referenced: the last release frees it
+};
+std::mutex g_op_mu;
+std::unordered_map<MPI_Op, OpRefs> g_ops;
+
+// Drops r's reference to its op; frees the op once the last one goes after the program freed it.
+void release_op(CollRequest* r) {
+  MPI_Op op = r->held_op;
+  if (op == MPI_OP_NULL) return;
+  r->held_op = MPI_OP_NULL;
+  bool free_now = false;
+  {
+    std::lock_guard<std::mutex> lk(g_op_mu);
+    auto it = g_ops.find(op);
+    if (it == g_ops.end() || --it->second.refs > 0) return;
+    free_now = it->second.freed;
+    g_ops.erase(it);
+  }
+  if (free_now) PMPI_Op_free(&op);
+}
+
+}  // namespace
+
+void hold_op(CollRequest& r) {
+  const MPI_Op op = r.b.op;
+  if (op == MPI_OP_NULL || r.held_op != MPI_OP_NULL || predefined_op(op) || op == MPI_REPLACE || op == MPI_NO_OP)
+    return;
+  std::lock_guard<std::mutex> lk(g_op_mu);
+  ++g_ops[op].refs;
+  r.held_op = op;
+}
+
+bool defer_op_free(MPI_Op op) {
+  if (op == MPI_OP_NULL) return false;
+  std::lock_guard<std::mutex> lk(g_op_mu);
+  auto it = g_ops.find(op);
+  if (it == g_ops.end() || it->second.freed) return false;
+  it->second.freed = true;
+  return true;
+}
+
+namespace {
+
 // Under g_mu: a finished request gives back its memory; returns its code.
 int retire(CollRequest* r) {
   int rc = r->machine->rc();
@@ -166,7 +217,7 @@ int retire(CollRequest* r) {
   Stat& s = g_stats[static_cast<size_t>(r->coll)];
   s.groups.fetch_add(r->machine->groups_started(), std::memory_order_relaxed);
   add(s.active_s, now() - r->t_start);
-  if (!r->owner) release_types(r);
+  if (!r->owner) release_held(r);
   return rc;
 }
 
@@ -174,9 +225,10 @@ int retire(CollRequest* r) {
 
 namespace engine {
 
-void release_types(CollRequest* r) {
+void release_held(CollRequest* r) {
   for (MPI_Datatype& d : r->dups) PMPI_Type_free(&d);
   r->dups.clear();
+  release_op(r);
 }
 
 // Advances every request; completes (outside the lock) the handles of those that finished.
@@ -184,6 +236,8 @@ void release_types(CollRequest* r) {
 // round found every request still waiting on its group in flight).
 size_t progress_round() {
   std::vector<std::pair<MPI_Request, Extra*>> done;
+  // (declared first, deleted last: after the requests in `gone` that ran on them)
+  std::vector<std::unique_ptr<Context>> orphans;  // contexts of freed communicators no request holds now
   std::vector<std::unique_ptr<CollRequest>> gone;
   size_t moved = 0;
   {
@@ -202,8 +256,9 @@ size_t progress_round() {
         gone.emplace_back(r);
       } else if (r->owner->freed) {  // freed by the program while it ran: nothing waits for it
         Persistent* o = r->owner;
-        release_types(r);
+        release_held(r);
         if (r->mem) r->ctx->request_memory.push_back(std::move(r->mem));
+        if (Context* c = drop_context(r)) orphans.emplace_back(c);
         gone.push_back(std::move(o->r));
         delete o;
       }
@@ -323,6 +378,7 @@ void drain_all() {
 }  // namespace
 
 void hold_type(CollRequest& r, TypeInfo& t) {
+  if (util::injected_failure("type_hold")) return;  // test-only: the program's handle, unheld
   int ni = 0, na = 0, nd = 0, combiner = MPI_COMBINER_NAMED;
   if (t.type == MPI_DATATYPE_NULL || PMPI_Type_get_envelope(t.type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
       combiner == MPI_COMBINER_NAMED)
@@ -417,13 +473,14 @@ int launch(CollRequest* r, MPI_Request* out) {
 }  // namespace engine
 
 int start_request(std::unique_ptr<CollRequest> r, MPI_Request* out) {
+  hold_op(*r);  // released with the datatypes (release_held): at completion, or a persistent one's free
   if (persistent_init_scope()) return make_persistent(std::move(r), out);  // MPI_*_init: kept, started by MPI_Start
   CollRequest* raw = r.get();
   const int rc = launch(raw, out);
   if (rc != MPI_SUCCESS) {
     std::lock_guard<std::mutex> lk(g_mu);
     if (raw->mem) raw->ctx->request_memory.push_back(std::move(raw->mem));
-    release_types(raw);
+    release_held(raw);
     return rc;
   }
   r.release();  // g_active owns it now

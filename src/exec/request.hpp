@@ -58,6 +58,7 @@ struct CollRequest {
   MPI_Request handle = MPI_REQUEST_NULL;
   struct Extra* extra = nullptr;  // what the MPI's request keeps: the return code
   std::vector<MPI_Datatype> dups;  // derived datatypes held until completion
+  MPI_Op held_op = MPI_OP_NULL;    // the user-defined op b.op, referenced until completion (hold_op)
   double t_start = 0;
   struct Persistent* owner = nullptr;  // a persistent collective's: kept between starts
 };
@@ -65,6 +66,17 @@ struct CollRequest {
 // Keeps the datatype of t usable until the request completes, even if the program frees it
 // (as MPI allows right after the call): a derived type is duplicated.
 void hold_type(CollRequest& r, TypeInfo& t);
+
+// Keeps the user-defined op of r.b.op usable until the request completes (a persistent request:
+// until it is freed), even if the program frees it meanwhile (MPI_Op_free, as MPI allows right
+// after the call): r takes a reference, and defer_op_free holds back the MPI's free until the
+// last reference is dropped. Predefined ops and MPI_OP_NULL take none. start_request calls it.
+void hold_op(CollRequest& r);
+// MPI_Op_free of `op` (core/dispatch_dtype.hpp): true when a request still holds op, so that the
+// MPI's free is deferred to that request's completion (the caller sets the program's handle to
+// MPI_OP_NULL and returns MPI_SUCCESS, as the MPI would); false when nothing holds it (the
+// caller frees it now).
+bool defer_op_free(MPI_Op op);
 
 // The request's scratch (at least `scratch_bytes`) and the buffers reserve() takes for its
 // schedule, with `info` as reserve() takes it. Null only when even the context's own memory
@@ -89,6 +101,12 @@ bool persistent_init_scope();  // inside a PersistentInit on this thread
 bool is_persistent(MPI_Request h);
 int start_persistent(MPI_Request h);  // MPI_Start of one of libhier's persistent requests
 int free_persistent(MPI_Request* h);  // MPI_Request_free of one
+// At the deletion of ctx's communicator (MPI_Comm_free, its nonblocking requests drained): true
+// when persistent requests made on it still exist, which keep the context; the last one's
+// MPI_Request_free deletes it then (MPI: the object goes once no operation refers to it).
+bool kept_by_persistent(Context* ctx);
+// Whether persistent requests made on ctx still exist.
+bool has_persistent(Context* ctx);
 // Adds work around every start of persistent request h: `before` ahead of its own (at each
 // MPI_Start), `after` behind its own (once each start completed without error). The collectives'
 // dispatch refreshes and copies back the host copies of a rank's device buffers with them

@@ -49,8 +49,9 @@ void add(std::atomic<double>& a, double v);
 void setup_once();
 // Starts r (owned by the caller until it is in g_active).
 int launch(CollRequest* r, MPI_Request* out);
-// Frees the derived datatypes r held (hold_type).
-void release_types(CollRequest* r);
+// Gives back what r held for its lifetime: frees its duplicated datatypes (hold_type) and drops
+// its reference to a user-defined op (hold_op), freeing the op when the program already did.
+void release_held(CollRequest* r);
 // Advances every request and completes the handles of those that finished. Returns the groups
 // started plus the requests completed (0: nothing moved).
 size_t progress_round();
@@ -59,6 +60,9 @@ bool active_on(Context* ctx);
 // Inside a PersistentInit scope: keeps r as a persistent request, the program's handle in *out
 // (exec/persistent.cpp).
 int make_persistent(std::unique_ptr<CollRequest> r, MPI_Request* out);
+// Under g_mu, as persistent request r goes: drops its hold on its context; returns the context
+// when it was the last hold of one whose communicator is freed (the caller deletes it, unlocked).
+Context* drop_context(CollRequest* r);
 
 }  // namespace engine
 }  // namespace hier::exec

@@ -2,7 +2,7 @@
 // test programs (and nonblocking_single) and exported from them, so that the libhier.so
 // preloaded into them finds it.
 //   HIER_TEST_FAIL=point@rank[#n][=throw],...   point: levels | plan | scratch | shm | device_scratch | device_stage | run
-//   | p2p_progress
+//   | p2p_progress | op_free | type_hold
 // rank: a rank of MPI_COMM_WORLD, or * for every rank; #n: only the first n times the point is
 // reached on that rank; =throw: throw std::bad_alloc there instead of failing.
 #include <mpi.h>
