@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from mpi4py import MPI
 
 
-def parse_args():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mode", choices=("ddp", "zero"), default="ddp")
     ap.add_argument("--overlap", action="store_true", help="ddp: Iallreduce per bucket from backward hooks")
@@ -64,7 +64,7 @@ def parse_args():
     ap.add_argument("--print-every", type=int, default=1, help="0: only the final line")
     ap.add_argument("--loss-file", help="rank 0 writes the per-step loss, step_ms, comm_ms here (JSON)")
     ap.add_argument("--done", help="touch this file after the final line (tools/minicluster --done-file)")
-    return ap.parse_args()
+    return ap.parse_args(argv)
 
 
 # ---------------------------------------------------------------------------------------- data
@@ -234,8 +234,11 @@ class Buckets:
 
 
 # --------------------------------------------------------------------------------------- main
-def main():
-    args = parse_args()
+def main(argv=None):
+    """Train as the options in argv (default sys.argv) say; returns rank 0's record (loss,
+    step_ms, comm_ms per step; the final line) so that a driver can run several modes in one
+    MPI job (tests/torch)."""
+    args = parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     torch.use_deterministic_algorithms(True)
@@ -328,24 +331,27 @@ def main():
     ref = mine.clone()
     comm.Bcast([ref.numpy(), MPI.FLOAT], root=0)
     same = comm.allreduce(int(torch.equal(mine, ref)), op=MPI.MIN)
+    record = {"loss": losses, "step_ms": step_ms, "comm_ms": comm_ms, "ranks": size,
+              "mode": args.mode, "overlap": args.overlap, "params": nparams, "same_params": same}
     if rank == 0:
         tail = losses[-20:]
         later = slice(1, None) if len(step_ms) > 1 else slice(None)
         mean = lambda v: sum(v) / len(v)
-        print(f"final_loss={mean(tail):.9g} mean_step_ms={mean(step_ms[later]):.3f} "
+        record["final"] = (f"final_loss={mean(tail):.9g} mean_step_ms={mean(step_ms[later]):.3f} "
               f"mean_comm_ms={mean(comm_ms[later]):.3f} params={nparams} ranks={size} "
               f"mode={args.mode}{'+overlap' if args.overlap else ''} steps={args.steps} "
-              f"buckets={nbuckets} first_loss={losses[0]:.9g} same_params={same}", flush=True)
+              f"buckets={nbuckets} first_loss={losses[0]:.9g} same_params={same}")
+        print(record["final"], flush=True)
         if args.loss_file:
             with open(args.loss_file, "w") as f:
-                json.dump({"loss": losses, "step_ms": step_ms, "comm_ms": comm_ms, "ranks": size,
-                           "mode": args.mode, "overlap": args.overlap, "params": nparams}, f)
+                json.dump(record, f)
         if args.done:
             open(args.done, "w").close()
     if not same:
         if rank == 0:
             print("torch_train: ranks ended with different parameters", file=sys.stderr)
         sys.exit(1)
+    return record
 
 
 if __name__ == "__main__":
