@@ -3,7 +3,8 @@
 # emulated 2 x 4 cluster in four variants: the MPI alone, libhier exact, libhier HIER_QUANT=int8
 # and int4 (both with HIER_QUANT_FEEDBACK=on). Prints per variant the time per step, the
 # communication per step, the bytes over the links and the final loss (mean of the last 20 steps),
-# and writes torch-demo.png (loss against step, communication per step beside it).
+# and writes torch-demo.png (loss against step, communication per step beside it) and
+# torch-demo.json (every variant's per-step loss, step and communication times).
 #
 #   tools/demo.sh --workload torch [--mode ddp|zero] [--overlap] [--steps N] [--out DIR]
 #                                  [--model 'torch_train.py options'] [--variants 'mpi exact int8 int4']
@@ -121,16 +122,19 @@ $py - "$work" "$out/torch-demo.png" "$title" $variants <<'EOF'
 import json, sys
 work, png, title, variants = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 runs = {v: json.load(open(f"{work}/{v}.json")) for v in variants}
-if "mpi" in runs:
-    ref = runs["mpi"]["loss"]
+base = "mpi" if "mpi" in runs else "exact" if "exact" in runs else None
+if base:
+    ref = runs[base]["loss"]
     for v in variants:
-        if v == "mpi":
+        if v == base:
             continue
         rel = max(abs(a - b) / abs(b) for a, b in zip(runs[v]["loss"], ref))
         fin = lambda r: sum(r[-20:]) / len(r[-20:])
-        print(f"{v:>6}: final loss {(fin(runs[v]['loss']) - fin(ref)) / fin(ref) * 100:+.3f}% of the MPI alone's;"
+        print(f"{v:>6}: final loss {(fin(runs[v]['loss']) - fin(ref)) / fin(ref) * 100:+.3f}% of the {base} run's;"
               f" largest per-step loss difference {rel:.2e} (relative)"
               + (" (bit-identical losses)" if runs[v]["loss"] == ref else ""))
+with open(png[:-4] + ".json", "w") as f:  # every step's figures, for a later look
+    json.dump(runs, f)
 import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
