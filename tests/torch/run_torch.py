@@ -63,7 +63,7 @@ def main():
     ap.add_argument("--mpiexec", default="mpiexec.openmpi")
     ap.add_argument("--lib")
     ap.add_argument("--np", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=8)
     a = ap.parse_args()
     if a.ranks_out:
         return ranks_main(a.ranks_out, a.steps)
