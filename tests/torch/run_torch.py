@@ -15,8 +15,8 @@ Checks (docs/pytorch.md, "Exactness"):
   - int8: the loss decreases (mean of the last 3 steps below the first step's by 1%), and each
     step's loss is within a relative 2% of the MPI alone's; libhier's report counts int8 calls of
     MPI_Allreduce and MPI_Reduce_scatter_block (the quantized path really ran).
-A quantized allreduce that returns garbage or zeros fails the last two (shown in docs/pytorch.md
-with the scale forced to zero).
+A quantized reduction that returns garbage or zeros fails the int8 checks on the losses (shown in
+bench/RESULTS.md, "Session 20, torch", with every block's scale forced to zero).
 
   run_torch.py --mpiexec mpiexec.openmpi --lib build/openmpi/libhier.so [--np 4] [--steps 10]
 Exit 77 (ctest SKIP) when /usr/bin/python3 lacks torch or mpi4py.
