@@ -16,7 +16,15 @@
 # variants train with --exact-sum 0 and the final losses are compared by their relative difference).
 # --overlap: train_mlp --overlap 1 (one MPI_Iallreduce per layer during backward), with
 # HIER_PROGRESS=thread for libhier (docs/nonblocking.md).
+# --workload torch: a PyTorch transformer over mpi4py instead (tools/demo_torch.sh, docs/pytorch.md).
 set -euo pipefail
+workload=mlp
+for ((i = 1; i < $#; i++)); do [[ ${!i} == --workload ]] && { j=$((i + 1)); workload=${!j}; }; done
+case $workload in
+  torch) exec "$(dirname "$0")/demo_torch.sh" "$@";;
+  mlp) set -- $(for a in "$@"; do echo "$a"; done | sed '/^--workload$/{N;d}');;
+  *) echo "demo.sh: --workload must be mlp or torch" >&2; exit 2;;
+esac
 cd "$(dirname "$0")/.."
 root=$PWD
 mpi=openmpi mode=ddp width=2048 steps=8 batch=8 reps=2 quant= overlap=0
