@@ -19,8 +19,10 @@ namespace comm_detail {
 // too), libhier releases its idle ones (exec::release_idle) and the call is made again, so that
 // the program never fails where the MPI alone would succeed. The first try returns its error
 // instead of raising it; the last one's error goes to `parent`'s handler, as the MPI's would.
+// `made`: where the call writes the new communicator. It inherits `parent`'s error handler (MPI
+// 4.0, 9.3), which is MPI_ERRORS_RETURN while the call runs: the program's is set on it after.
 template <class Fwd>
-Outcome make_comm(Fwd& fwd, MPI_Comm parent) {
+Outcome make_comm(Fwd& fwd, MPI_Comm parent, MPI_Comm* made) {
   int inter = 1;
   MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
   if (parent == MPI_COMM_NULL || PMPI_Comm_test_inter(parent, &inter) != MPI_SUCCESS || inter ||
@@ -34,6 +36,7 @@ Outcome make_comm(Fwd& fwd, MPI_Comm parent) {
   // it alike (the IDs are agreed over it); argument errors have classes of their own.
   if (cls == MPI_ERR_OTHER && exec::release_idle(parent) > 0) rc = fwd();
   PMPI_Comm_set_errhandler(parent, eh);
+  if (rc == MPI_SUCCESS && made && *made != MPI_COMM_NULL) PMPI_Comm_set_errhandler(*made, eh);
   PMPI_Errhandler_free(&eh);
   if (rc != MPI_SUCCESS) raise_on(parent, rc);
   return {rc, diag::AlgoTag::Flat};
@@ -45,7 +48,8 @@ template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_comm(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   if constexpr (B == Fn::Comm_dup || B == Fn::Comm_split || B == Fn::Comm_split_type || B == Fn::Comm_create) {
-    return comm_detail::make_comm(fwd, std::get<0>(std::tuple<Args...>(args...)));
+    const std::tuple<Args...> a(args...);
+    return comm_detail::make_comm(fwd, std::get<0>(a), std::get<sizeof...(Args) - 1>(a));
   } else {
     return passthrough(fwd);
   }

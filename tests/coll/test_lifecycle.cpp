@@ -62,4 +62,41 @@ TEST(CollLifecycle, IntercommunicatorGoesFlat) {
   MPI_Comm_free(&local);
 }
 
+// A new communicator inherits its parent's error handler (MPI 4.0, 9.3), through libhier's
+// wrappers too: they run the MPI's call under MPI_ERRORS_RETURN (to retry when MPICH runs out of
+// context IDs) and must hand the program's handler on, as PMPI_Comm_dup does.
+void count_error(MPI_Comm*, int*, ...) {}
+TEST(CollLifecycle, NewCommunicatorsInheritTheErrorHandler) {
+  MPI_Comm parent;
+  ASSERT_EQ(PMPI_Comm_dup(MPI_COMM_WORLD, &parent), MPI_SUCCESS);
+  MPI_Errhandler mine;
+  ASSERT_EQ(MPI_Comm_create_errhandler(count_error, &mine), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Comm_set_errhandler(parent, mine), MPI_SUCCESS);
+  int rank = 0;
+  MPI_Comm_rank(parent, &rank);
+  MPI_Group all;
+  MPI_Comm_group(parent, &all);
+  MPI_Comm made[4], reference;
+  ASSERT_EQ(MPI_Comm_dup(parent, &made[0]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Comm_split(parent, rank % 2, rank, &made[1]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Comm_split_type(parent, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &made[2]), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Comm_create(parent, all, &made[3]), MPI_SUCCESS);
+  ASSERT_EQ(PMPI_Comm_dup(parent, &reference), MPI_SUCCESS);
+  MPI_Errhandler want;
+  ASSERT_EQ(MPI_Comm_get_errhandler(reference, &want), MPI_SUCCESS);
+  EXPECT_EQ(want, mine);  // the MPI's own rule, without libhier
+  for (int i = 0; i < 4; ++i) {
+    MPI_Errhandler got;
+    ASSERT_EQ(MPI_Comm_get_errhandler(made[i], &got), MPI_SUCCESS);
+    EXPECT_EQ(got, mine) << "constructor " << i << " (dup, split, split_type, create)";
+    MPI_Errhandler_free(&got);
+    MPI_Comm_free(&made[i]);
+  }
+  MPI_Errhandler_free(&want);
+  MPI_Comm_free(&reference);
+  MPI_Group_free(&all);
+  MPI_Errhandler_free(&mine);
+  MPI_Comm_free(&parent);
+}
+
 }  // namespace
