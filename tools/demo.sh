@@ -1,7 +1,8 @@
 #!/bin/bash
 # The README's main command: libhier accelerating an unmodified training program.
 #
-# Builds libhier (and installs what is missing, like tools/test.sh), brings up an emulated
+# Builds what it runs (installing missing Debian packages first, as tools/test.sh does: the one
+# preset --mpi names, targets libhier and train_mlp; no tests), brings up an emulated
 # cluster of 2 nodes x 4 ranks joined by 1 Gbit/s links (tools/minicluster), runs the bundled
 # data-parallel MLP (examples/train_mlp, gradients summed with MPI_Allreduce) without and with
 # libhier preloaded, and prints time per step, the speedup, the bytes that crossed the links and
@@ -10,14 +11,16 @@
 # --launcher mpiexec|srun: srun runs the ranks under Slurm on the emulated cluster (docs/slurm.md).
 # Without root it runs on this machine alone with nodes faked by HIER_LEVELS=node:4, and says so.
 #
-#   tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
-#                 [--quant int8|int4] [--overlap]
+# usage: tools/demo.sh [--mpi openmpi|mpich] [--mode ddp|zero] [--width N] [--steps N] [--reps N]
+#                      [--quant int8|int4] [--overlap] [--launcher mpiexec|srun] [--workload mlp|torch]
 # --quant: libhier quantizes across nodes (HIER_QUANT, with HIER_QUANT_FEEDBACK=on; lossy, so both
 # variants train with --exact-sum 0 and the final losses are compared by their relative difference).
 # --overlap: train_mlp --overlap 1 (one MPI_Iallreduce per layer during backward), with
 # HIER_PROGRESS=thread for libhier (docs/nonblocking.md).
 # --workload torch: a PyTorch transformer over mpi4py instead (tools/demo_torch.sh, docs/pytorch.md).
 set -euo pipefail
+source "$(dirname "$0")/lib/help.sh"
+hier_help "$@"
 workload=mlp
 for ((i = 1; i < $#; i++)); do [[ ${!i} == --workload ]] && { j=$((i + 1)); workload=${!j}; }; done
 case $workload in
@@ -41,10 +44,14 @@ launcher=${launcher:-mpiexec}
 mcname=${MINICLUSTER_NAME:-demo}   # the emulated cluster's name (keep clusters of several users apart)
 [[ $launcher == mpiexec || $launcher == srun ]] || { echo "demo.sh: --launcher must be mpiexec or srun" >&2; exit 2; }
 
-if [[ ! -f build/$mpi/libhier.so || ! -x build/$mpi/examples/train_mlp ]]; then
-  echo "== building libhier for $mpi (installing missing packages first)"
-  HIER_TEST_MPIS=$mpi tools/test.sh -R '^unit\.' >/dev/null || { echo "demo.sh: build failed; run tools/test.sh" >&2; exit 1; }
-fi
+# Only what the demo runs: one preset, its targets (tools/lib/build.sh).
+source tools/lib/build.sh
+demo_packages=("${hier_build_packages[@]}" $(hier_mpi_packages "$mpi"))
+[[ $(id -u) -eq 0 ]] && demo_packages+=(iproute2)   # the emulated cluster (below)
+[[ $launcher == srun ]] && demo_packages+=(slurmctld slurmd slurm-client)
+hier_install_packages "${demo_packages[@]}" || exit 2
+hier_build_env "$root"
+hier_build_targets "$mpi" hier train_mlp || exit 1
 lib=$root/build/$mpi/libhier.so
 prog=$root/build/$mpi/examples/train_mlp
 args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0 --overlap "$overlap")

@@ -6,15 +6,18 @@
 # and writes torch-demo.png (loss against step, communication per step beside it) and
 # torch-demo.json (every variant's per-step loss, step and communication times).
 #
-#   tools/demo.sh --workload torch [--mode ddp|zero] [--overlap] [--steps N] [--out DIR]
-#                                  [--model 'torch_train.py options'] [--variants 'mpi exact int8 int4']
+# usage: tools/demo.sh --workload torch [--mode ddp|zero] [--overlap] [--steps N] [--out DIR]
+#                                       [--model 'torch_train.py options'] [--variants 'mpi exact int8 int4']
 # Open MPI only (Debian's python3-mpi4py is built against Open MPI). --overlap: one Iallreduce per
 # bucket from backward hooks (1 MiB buckets, so that there is more than one), HIER_PROGRESS=thread
 # for libhier. Without root (no emulated cluster) the ranks run on this machine with
-# HIER_LEVELS=node:4 and no links are counted.
+# HIER_LEVELS=node:4 and no links are counted. Like tools/demo.sh it installs what is missing
+# and builds only the openmpi preset's libhier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+source tools/lib/help.sh
+hier_help "$@"
 mode=ddp overlap=0 steps=60 out=$root model= variants="mpi exact int8 int4"
 while (($#)); do
   case $1 in
@@ -29,15 +32,13 @@ done
 ((overlap)) && [[ $mode != ddp ]] && { echo "demo.sh: --overlap goes with --mode ddp" >&2; exit 2; }
 ((steps >= 2)) || { echo "demo.sh: --steps must be at least 2" >&2; exit 2; }
 py=/usr/bin/python3
-if ! $py -c 'import torch, mpi4py, matplotlib' 2>/dev/null; then
-  echo "demo.sh --workload torch: needs Debian's python3-torch, python3-mpi4py, python3-matplotlib" \
-       "(apt-get install -y --no-install-recommends python3-torch python3-mpi4py python3-matplotlib)" >&2
-  exit 2
-fi
-if [[ ! -f build/openmpi/libhier.so ]]; then
-  echo "== building libhier for openmpi (installing missing packages first)"
-  HIER_TEST_MPIS=openmpi tools/test.sh -R '^unit\.' >/dev/null || { echo "demo.sh: build failed; run tools/test.sh" >&2; exit 1; }
-fi
+# Only what the demo runs: one preset, libhier (tools/lib/build.sh).
+source tools/lib/build.sh
+demo_packages=("${hier_build_packages[@]}" $(hier_mpi_packages openmpi) python3-torch python3-mpi4py python3-matplotlib)
+[[ $(id -u) -eq 0 ]] && demo_packages+=(iproute2)   # the emulated cluster (below)
+hier_install_packages "${demo_packages[@]}" || exit 2
+hier_build_env "$root"
+hier_build_targets openmpi hier || exit 1
 lib=$root/build/openmpi/libhier.so
 prog=$root/examples/torch_train.py
 args=(--mode "$mode" --steps "$steps" --print-every 0)
