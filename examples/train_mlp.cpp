@@ -68,13 +68,15 @@ struct Options {
   std::string done_file;  // --done
 };
 
+const char* const kUsage =
+    "usage: train_mlp [--mode ddp|zero] [--steps N] [--width W] [--batch B]\n"
+    "                 [--in D] [--out D] [--seed S] [--lr LR] [--exact-sum 0|1]\n"
+    "                 [--print-every N] [--overlap 0|1] [--done FILE]\n";
+
 [[noreturn]] void usage_error(int rank, const std::string& msg, int code = 2) {
   if (rank == 0) {
     if (!msg.empty()) std::fprintf(stderr, "train_mlp: %s\n", msg.c_str());
-    std::fprintf(code == 0 ? stdout : stderr,
-                 "usage: train_mlp [--mode ddp|zero] [--steps N] [--width W] [--batch B]\n"
-                 "                 [--in D] [--out D] [--seed S] [--lr LR] [--exact-sum 0|1]\n"
-                 "                 [--print-every N] [--overlap 0|1] [--done FILE]\n");
+    std::fputs(kUsage, code == 0 ? stdout : stderr);
   }
   MPI_Finalize();
   std::exit(code);
@@ -305,6 +307,11 @@ uint64_t fnv1a(const float* p, size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)  // --help before MPI_Init: no launcher or MPI needed
+    if (std::string(argv[i]) == "-h" || std::string(argv[i]) == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   // --overlap 1: threads allowed, so that a progress thread (libhier's HIER_PROGRESS=thread, or
   // the MPI's own) may advance the nonblocking sums while backward computes.
   bool threads = false;

@@ -4,10 +4,10 @@
 # collective under bench/plots/. Needs root (tools/minicluster) and builds from tools/test.sh
 # or cmake --build --preset <mpi>.
 #
-#   tools/bench-cluster.sh [--nodes 2] [--ppn 4] [--link 1gbit] [--mpis "openmpi mpich"]
-#                          [--colls allreduce,allgather,reduce_scatter_block,bcast]
-#                          [--min 8] [--max 16777216] [--iters 10] [--reps 2] [--timeout 600]
-#                          [--out DIR]
+# usage: tools/bench-cluster.sh [--nodes 2] [--ppn 4] [--link 1gbit] [--mpis "openmpi mpich"]
+#                               [--colls allreduce,allgather,reduce_scatter_block,bcast]
+#                               [--min 8] [--max 16777216] [--iters 10] [--reps 2] [--timeout 600]
+#                               [--out DIR]
 #
 # Variants (same launcher options for all; only the library and its knobs differ):
 #   mpi      libhier preloaded with HIER_DISABLE=1 (pure passthrough: the MPI's own algorithms)
@@ -17,6 +17,8 @@
 # Variants alternate (mpi, han, hier, mpi, han, hier, ...) and the median over --reps is kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/lib/help.sh
+hier_help "$@"
 root=$PWD
 command_line="tools/bench-cluster.sh $*"
 nodes=2 ppn=4 link=1gbit mpis="openmpi mpich" colls=allreduce,allgather,reduce_scatter_block,bcast

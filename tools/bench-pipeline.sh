@@ -4,17 +4,19 @@
 # pipelined), variants alternating within each repetition, medians over repetitions. Prints a
 # markdown table (median ms and MPI-alone / variant) and keeps the raw CSVs. Needs root.
 #
-#   tools/bench-pipeline.sh [--mpis "openmpi mpich"] [--chunks "0 4m 2m 1m"] [--colls allreduce,bcast]
-#                           [--min 1048576] [--max 33554432] [--iters 8] [--reps 2]
-#                           [--nodes 2] [--ppn 4] [--link 1gbit] [--timeout 300]
-#                           [--max-iters-bytes 4194304]   (larger messages run fewer iterations, at least 3)
-#                           [--tune-file F]   (with the variant "tuned" in --chunks)
+# usage: tools/bench-pipeline.sh [--mpis "openmpi mpich"] [--chunks "0 4m 2m 1m"] [--colls allreduce,bcast]
+#                                [--min 1048576] [--max 33554432] [--iters 8] [--reps 2]
+#                                [--nodes 2] [--ppn 4] [--link 1gbit] [--timeout 300]
+#                                [--max-iters-bytes 4194304]   (larger messages run fewer iterations, at least 3)
+#                                [--tune-file F]   (with the variant "tuned" in --chunks)
 # A chunk value of "default" runs libhier with no HIER_* setting (HIER_ALGO=auto: the planner's
 # own choice, flat outside its windows): --chunks default measures what users get against flat.
 # A chunk value of "tuned" runs libhier like "default" but with HIER_TUNE_FILE=F (--tune-file):
 # the planner deciding from a model that hier-tune measured, e.g. --chunks "default tuned".
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/lib/help.sh
+hier_help "$@"
 root=$PWD
 command_line="tools/bench-pipeline.sh $*"
 mpis="openmpi mpich" chunks="0 4m 2m 1m" colls=allreduce,bcast min=$((1 << 20)) max=$((32 << 20))

@@ -2,7 +2,7 @@
 # Builds the Debian package libhier_<version>_<arch>.deb holding both MPI builds side by side
 # (CPack's DEB generator over the two build trees, packaging/CPackConfig.cmake).
 #
-#   tools/build-deb.sh [--builds OPENMPI_DIR MPICH_DIR] [--out DIR]
+# usage: tools/build-deb.sh [--builds OPENMPI_DIR MPICH_DIR] [--out DIR]
 #
 # By default it packages build/openmpi and build/mpich (the presets' trees, which tools/test.sh
 # builds); a tree that is not configured yet is configured with its preset, and only what the
@@ -11,12 +11,13 @@
 # Needs cmake, ninja and dpkg-dev (dpkg-shlibdeps); no fakeroot (CPack sets the owners itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/lib/help.sh
+hier_help "$@"
 bo=build/openmpi bm=build/mpich out=build/deb
 while (($#)); do
   case $1 in
     --builds) bo=$2 bm=$3; shift 3;;
     --out) out=$2; shift 2;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0;;
     *) echo "build-deb.sh: unknown option $1 (--builds OPENMPI_DIR MPICH_DIR, --out DIR)" >&2; exit 2;;
   esac
 done

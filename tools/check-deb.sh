@@ -9,7 +9,7 @@
 #     and that MPI_Allreduce went through it (and the program checks its own sum),
 #   - dpkg --purge removes every file 'dpkg -L libhier' listed.
 #
-#   tools/check-deb.sh [DEB]        (default: the newest build/deb/libhier_*.deb)
+# usage: tools/check-deb.sh [DEB]        (default: the newest build/deb/libhier_*.deb)
 #
 # Root only (dpkg). Refuses to run where a libhier package is already installed (never touches
 # a user's install). The package is removed on any exit (trap). Not part of ctest/CI: it changes
@@ -17,6 +17,8 @@
 # tested in CI by tests/install (the same install rules CPack runs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source tools/lib/help.sh
+hier_help "$@"
 deb=${1:-$(ls -t build/deb/libhier_*.deb 2>/dev/null | head -1)}
 fail() { echo "FAIL: $*"; exit 1; }
 [[ -n $deb && -f $deb ]] || { echo "check-deb.sh: no .deb given or found in build/deb (run tools/build-deb.sh)" >&2; exit 2; }

@@ -18,7 +18,7 @@ check can. For each layer L:
 Outside src/ (when the project's tools/ and tests/ sit beside SRC_DIR): each folder with a
 CMakeLists.txt includes only the layers its targets link (hier_X named there, and what those
 reach through PUBLIC links), and never a header internal to a layer (INTERNAL).
-Usage:
+usage:
     check_layers.py SRC_DIR             (exit 1 and one line per violation when a rule is broken)
     check_layers.py --doc SRC_DIR DOC   (exit 1 when DOC's layer table differs from ALLOWED)
 """
@@ -286,6 +286,9 @@ def check_doc(path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "--doc":
         sys.exit(check_doc(sys.argv[3]))
     if len(sys.argv) != 2:

@@ -31,6 +31,9 @@
 #                    tools.gpu_check_sim: GPU_CHECK_SIM=1 GPU_CHECK_NVCC=off)
 set -u
 cd "$(dirname "$0")/.."
+case "${1:-}" in -h|--help)
+  echo "usage: tools/gpu-check.sh prepare | run | limits [nonvcc]   (GPU_CHECK_SIM=1 run: the simulated device)"
+  sed -n '2,/^[^#]/{/^#/!d; s/^# \{0,1\}//; p}' "$0"; exit 0;; esac
 
 # Each step's time limit (seconds), in one table: building the CUDA module, the kernel check,
 # the rate bench, hier-tune, and what runs between them (REST: the setup, the unpacking, the

@@ -8,6 +8,9 @@ import csv, glob, os, statistics, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import collectives  # noqa: E402  (tools/collectives.py: the rows of src/config/collectives.def)
 ORDER = {k: i for i, k in enumerate(collectives.keys())}  # rows in the table's order
+if len(sys.argv) != 4:
+    print(__doc__.strip(), file=sys.stdout if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else sys.stderr)
+    sys.exit(0 if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help") else 2)
 raw, cmd, chunks = sys.argv[1], sys.argv[2], sys.argv[3].split()
 data = {}  # (mpi, coll, bytes, variant) -> [median_us]
 for path in glob.glob(os.path.join(raw, "*.csv")):

@@ -3,7 +3,7 @@
 // link-bound floor (bytes / link rate). No collective, no reduction, no libhier (run it without
 // LD_PRELOAD): PMPI-level pair traffic only, with the MPI's own waiting.
 //
-//   link-probe [--bytes B] [--iters N] [--senders K]
+//   mpiexec -n N link-probe [--bytes B] [--iters N] [--senders K]
 //
 // B: bytes each NODE sends per iteration (default 16 MiB, what a 16 MiB allreduce must send
 // across 2 nodes), split evenly over its first K ranks (default: all); each of them sends its
@@ -20,6 +20,15 @@
 #include <vector>
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)  // --help before MPI_Init: no launcher or MPI needed
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      std::puts("usage: mpiexec -n N link-probe [--bytes B] [--iters N] [--senders K]\n"
+                "  What the MPI alone moves across the node links when every rank of a node sends to its\n"
+                "  counterpart on the next node at once (no libhier: run it without LD_PRELOAD). B: bytes\n"
+                "  each node sends per iteration (default 16 MiB), split over its first K ranks (default\n"
+                "  all). Prints the median and minimum of the slowest rank's time and the rate per node.");
+      return 0;
+    }
   MPI_Init(&argc, &argv);
   long long bytes = 16ll << 20;
   int iters = 8, senders = 0;
@@ -28,7 +37,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--senders") && i + 1 < argc) senders = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "link-probe: unknown option %s (see the header of link_probe.cpp)\n", argv[i]);
+      std::fprintf(stderr, "link-probe: unknown option %s (link-probe --help lists them)\n", argv[i]);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }

@@ -17,6 +17,12 @@
                                                  Debian's python3-mpi4py, run for real under
                                                  Open MPI, exit 77 when it is absent)
   check_install.py uninstall COMMON              the uninstall target removes every file
+  check_install.py help      COMMON --source DIR [--program EXE]...
+                                                 every command a user runs answers --help with
+                                                 exit status 0 and a "usage:" line on stdout: each
+                                                 installed program (PREFIX/bin), each --program (the
+                                                 build's own, e.g. hier-sim) and each executable
+                                                 file in DIR/tools
 COMMON: --build DIR --mpi openmpi|mpich --libdir LIBDIR --work DIR (a fresh prefix under it)
 
 cmake --install rewrites <build>/install_manifest.txt: a user's manifest is put back afterwards.
@@ -25,6 +31,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -297,9 +304,49 @@ def cmd_uninstall(a):
     print("uninstall ok")
 
 
+def answers_help(cmd, cwd):
+    """'' when `cmd --help` exits 0 with a usage line on stdout, else what went wrong."""
+    try:
+        # A session of its own: a command that instead starts working (a build, a cluster) is
+        # ended with everything it started when the time is up.
+        p = subprocess.Popen([cmd, "--help"], cwd=cwd, env=clean_env(), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        p.communicate()
+        return "still running after 60 s (it did not answer --help)"
+    if p.returncode != 0:
+        return f"exit status {p.returncode}\n{out}{err}"
+    if not re.search(r"(?im)^\s*usage:", out):
+        return f"no 'usage:' line on stdout\n{out}{err}"
+    return ""
+
+
+def cmd_help(a):
+    tools = os.path.join(a.source, "tools")
+    with Install(a) as inst:
+        bindir = inst.path("bin")
+        cmds = [os.path.join(bindir, f) for f in sorted(os.listdir(bindir))]
+        cmds += a.program
+        cmds += [os.path.join(tools, f) for f in sorted(os.listdir(tools))
+                 if os.path.isfile(os.path.join(tools, f)) and os.access(os.path.join(tools, f), os.X_OK)]
+        if not any(c.endswith("/hier-run") for c in cmds) or not any(c.endswith("/demo.sh") for c in cmds):
+            fail(f"the list of commands misses hier-run or tools/demo.sh: {cmds}")
+        bad = []
+        for c in cmds:
+            why = answers_help(c, a.work)
+            print(("ok    " if not why else "FAIL  ") + c + ("" if not why else ": " + why.splitlines()[0]), flush=True)
+            if why:
+                bad.append(f"{c} --help: {why}")
+        if bad:
+            fail(f"{len(bad)} of {len(cmds)} commands do not answer --help:\n" + "\n".join(bad))
+    print(f"help ok: {len(cmds)} commands")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["layout", "run", "consumers", "mpi4py", "uninstall"])
+    ap.add_argument("mode", choices=["layout", "run", "consumers", "mpi4py", "uninstall", "help"])
     ap.add_argument("--build", required=True)
     ap.add_argument("--mpi", required=True, choices=["openmpi", "mpich"])
     ap.add_argument("--libdir", required=True)
@@ -308,6 +355,8 @@ def main():
     ap.add_argument("--mpicc")
     ap.add_argument("--consumer")
     ap.add_argument("--real", action="store_true")
+    ap.add_argument("--source", help="the source tree (help: its tools/ folder)")
+    ap.add_argument("--program", action="append", default=[], help="help: a program of the build's")
     ap.add_argument("--gpu-module", action="append", default=[],
                     help="a GPU module file name this build made, expected beside libhier.so")
     argv = sys.argv[1:]

@@ -32,6 +32,16 @@ namespace {
 using namespace hier;
 using json = nlohmann::json;
 
+const char* kUsage =
+    "usage: hier-sim --machine FILE [--coll allreduce] [--bytes 1g] [--nodes 2,4,8 | --nodes 2-9408]\n"
+    "                [--elem 4] [--csv FILE] [--algo NAME[/CHUNKS]]\n"
+    "  The predicted time of a collective on the machine FILE describes (levels inside a node, node\n"
+    "  counts, a libhier-tune/2 model: docs/tune-file.md), by libhier's planner and cost code:\n"
+    "  libhier's schedule against the MPI's flat ring, recursive doubling and binomial tree, per\n"
+    "  node count. --bytes: per rank (k, m, g suffixes); --elem: element size; --csv: times in ns\n"
+    "  to FILE; --algo: cost that hierarchical algorithm (e.g. scatter-allgather, two-step) with\n"
+    "  CHUNKS pipeline chunks instead of the planner's choice. Example: tools/hier-sim/frontier.json.\n";
+
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "hier-sim: %s\n", msg.c_str());
   std::exit(2);
@@ -81,6 +91,10 @@ int main(int argc, char** argv) {
       if (i + 1 >= argc) die("missing value after " + a);
       return argv[++i];
     };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (a == "--machine") machine_path = next();
     else if (a == "--coll") coll_name = next();
     else if (a == "--bytes") bytes = parse_bytes(next());
@@ -88,7 +102,7 @@ int main(int argc, char** argv) {
     else if (a == "--nodes") nodes_arg = next();
     else if (a == "--csv") csv_path = next();
     else if (a == "--algo") algo_arg = next();
-    else die("unknown option " + a + " (see the header of tools/hier-sim/hier_sim.cpp)");
+    else die("unknown option " + a + " (hier-sim --help lists them)");
   }
   if (machine_path.empty()) die("--machine FILE is required");
   std::ifstream in(machine_path);

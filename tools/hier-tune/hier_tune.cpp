@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
   // whatever the job's environment says.
   bool want_hier = false, no_hier = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {  // before MPI_Init: no MPI needed
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     want_hier = want_hier || std::strcmp(argv[i], "--hier") == 0;
     no_hier = no_hier || std::strcmp(argv[i], "--no-hier") == 0;
   }
@@ -138,10 +142,6 @@ int main(int argc, char** argv) {
       // (read above, before MPI_Init)
     } else if (a == "--level-steps") {
       level_steps = true;
-    } else if (a == "--help" || a == "-h") {
-      if (rank == 0) std::fputs(kUsage, stdout);
-      MPI_Finalize();
-      return 0;
     } else {
       if (rank == 0)
         std::fprintf(stderr, "hier-tune: %s '%s'\n%s", a == "-o" ? "missing file name after" : "unknown argument",
