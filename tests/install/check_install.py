@@ -28,6 +28,7 @@ COMMON: --build DIR --mpi openmpi|mpich --libdir LIBDIR --work DIR (a fresh pref
 cmake --install rewrites <build>/install_manifest.txt: a user's manifest is put back afterwards.
 """
 import argparse
+import concurrent.futures
 import glob
 import json
 import os
@@ -334,8 +335,10 @@ def cmd_help(a):
         if not any(c.endswith("/hier-run") for c in cmds) or not any(c.endswith("/demo.sh") for c in cmds):
             fail(f"the list of commands misses hier-run or tools/demo.sh: {cmds}")
         bad = []
-        for c in cmds:
-            why = answers_help(c, a.work)
+        # Four at a time: most of each command's time is its interpreter starting.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+            whys = list(pool.map(lambda c: answers_help(c, a.work), cmds))
+        for c, why in zip(cmds, whys):
             print(("ok    " if not why else "FAIL  ") + c + ("" if not why else ": " + why.splitlines()[0]), flush=True)
             if why:
                 bad.append(f"{c} --help: {why}")
