@@ -4,7 +4,9 @@
 # (BASE=/work/main: before / after a model change), alternated run by run, REPS runs, 4, 8 and 16 KiB
 # (hier-bench's size: the whole buffer), 50 iterations each; prints the median of the per-run
 # medians (µs) and the ratios, then the links' drop counters. Needs root.
-#   BASE=/path/to/other/tree bench/hier-bench/bcast_small.sh [MPI] [REPS] [NODES:PPN]   (mpich 3 2:4)
+# usage: BASE=/path/to/other/tree bench/hier-bench/bcast_small.sh [MPI] [REPS] [NODES:PPN]   (mpich 3 2:4)
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 mpi=${1:-mpich} reps=${2:-3} shape=${3:-2:4}
 here=$PWD/build/$mpi base=${BASE:+$BASE/build/$mpi}

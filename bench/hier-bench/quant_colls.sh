@@ -4,12 +4,14 @@
 # Reduce_scatter_block: 16 MiB float32 input per rank; allgather: a 16 MiB float32 result (the
 # block per rank is 16 MiB / P). Prints one line per run (median of the run's iterations, and
 # the bytes that crossed the links during it) and the drop counters; needs root.
-#   [HIER_BUILD=build/<MPI>] MPI=openmpi REPS=2 bench/hier-bench/quant_colls.sh
+# usage: [HIER_BUILD=build/<MPI>] MPI=openmpi REPS=2 bench/hier-bench/quant_colls.sh
 # COLLS (default "reduce_scatter_block allgather"; allreduce: 16 MiB float32 per rank) and
 # VARIANTS (default "mpi int8 int4"; int8/int4 force the hierarchical schedule with HIER_ALGO=hier,
 # auto-int8/auto-int4 leave the choice, exact or quantized, to the planner; a suffix @SIZE, e.g.
 # int8@2m, sets HIER_CHUNK=SIZE (pipelined in chunks of SIZE; without: HIER_CHUNK unset)) select the runs;
 # SHAPES (default "2x2 2x4 4x2", nodes x ranks per node) the shapes.
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 mpi=${MPI:-openmpi} reps=${REPS:-2} name=${NAME:-quant}
 b=$(realpath "${HIER_BUILD:-build/$mpi}")

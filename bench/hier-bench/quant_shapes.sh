@@ -1,5 +1,8 @@
 #!/bin/bash
 # Quantized allreduce vs the MPI alone on three emulated shapes, alternating, 3 reps (Open MPI).
+# usage: [HIER_BUILD=build/openmpi] bench/hier-bench/quant_shapes.sh   (needs root; results in /tmp/qbench)
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 b=${HIER_BUILD:-$PWD/build/openmpi}
 . bench/lib/cluster.sh

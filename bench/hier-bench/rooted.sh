@@ -4,7 +4,9 @@
 # the planner's choice (HIER_ALGO unset), alternated, REPS repetitions; prints the median of the
 # per-run medians (ms) per size (bytes per rank's block) and the algorithm the planner chose
 # (HIER_REPORT). Needs root.
-#   bench/hier-bench/rooted.sh [MPI] [REPS] [SIZES]   (defaults: openmpi 3 "1048576 16777216")
+# usage: bench/hier-bench/rooted.sh [MPI] [REPS] [SIZES]   (defaults: openmpi 3 "1048576 16777216")
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} sizes=${3:-"1048576 16777216"}
 b=$PWD/build/$mpi

@@ -3,12 +3,14 @@
 # node steps as messages (HIER_SHM=off) vs through shared memory (HIER_SHM=on), against the MPI
 # alone (HIER_DISABLE=1); shapes 2 x 4 and 4 x 2 (and 2 x 2), the variants alternated, REPS
 # repetitions; prints the median of the per-run medians (ms) and the packets dropped. Needs root.
-#   bench/hier-bench/shm_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:4 4:2")
+# usage: bench/hier-bench/shm_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:4 4:2")
 # VARIANTS="..." picks variants: mpi exact exact_shm int8 int8_shm (the default set), int4 int4_shm
 # (HIER_QUANT=int4), int8_auto int4_auto (quantized, HIER_SHM=auto), int8_shm_c2m int4_c1m ...
 # (quantized, HIER_CHUNK=2m / 1m, node steps through the segment / as messages; c0: unchunked), default
 # (no HIER_* set: the planner's choice, HIER_SHM=off), default_auto (the same with HIER_SHM=auto)
 # and probe (link-probe, the floor).
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:4 4:2"}
 b=$PWD/build/$mpi

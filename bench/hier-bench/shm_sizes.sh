@@ -4,7 +4,9 @@
 # cluster (1 Gbit/s links); allreduce, reduce_scatter_block, allgather, bcast, reduce and barrier
 # at 4 KiB, 64 KiB, 1 MiB and 16 MiB per rank (hier-bench's size semantics). Prints the median of
 # the per-run medians (µs) and the ratios, then the links' drop counters. Needs root.
-#   bench/hier-bench/shm_sizes.sh [MPI] [REPS] [NODES:PPN]   (defaults: openmpi 2 2:4)
+# usage: bench/hier-bench/shm_sizes.sh [MPI] [REPS] [NODES:PPN]   (defaults: openmpi 2 2:4)
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-2} shape=${3:-2:4}
 b=$PWD/build/$mpi

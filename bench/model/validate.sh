@@ -13,11 +13,13 @@
 #      the default planner against the MPI alone, with the packets dropped on the links.
 # Needs root (network namespaces) and the builds of both MPIs (--build-dir PREFIX: PREFIX-openmpi,
 # PREFIX-mpich; default build/lead).
-#   bench/model/validate.sh [--mpis "openmpi mpich"] [--shapes "2x4 4x2"] [--reps 3]
-#                           [--min 65536] [--max 16777216] [--step 2] [--iters 6] [--out DIR] [--build-dir PREFIX]
-#                           [--tune-dir DIR]   (reuse tune files DIR/tune-MPI-NxP.json instead of measuring)
-#                           [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps, or
-#                                                   --no-hier: no hier_measured, the IR alone)
+# usage: bench/model/validate.sh [--mpis "openmpi mpich"] [--shapes "2x4 4x2"] [--reps 3]
+#                                [--min 65536] [--max 16777216] [--step 2] [--iters 6] [--out DIR] [--build-dir PREFIX]
+#                                [--tune-dir DIR]   (reuse tune files DIR/tune-MPI-NxP.json instead of measuring)
+#                                [--tune-args "ARGS"]   (more hier-tune arguments, e.g. --level-steps, or
+#                                                        --no-hier: no hier_measured, the IR alone)
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD

@@ -6,7 +6,9 @@
 # and hier_measured_nonblocking, which the planner weighs for a nonblocking call). The variants
 # alternate run by run, REPS runs each; prints per shape the median t_comm (ms) and its ratio to
 # the MPI alone's, then the packets each node's link dropped. Needs root.
-#   bench/nonblocking/iallreduce_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:2 4:2")
+# usage: bench/nonblocking/iallreduce_shapes.sh [MPI] [REPS] [SHAPES]   (defaults: openmpi 3 "2:2 4:2")
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 cd "$(dirname "$0")/../.."
 mpi=${1:-openmpi} reps=${2:-3} shapes=${3:-"2:2 4:2"}
 b=$PWD/build/$mpi

@@ -1,10 +1,12 @@
 #!/bin/bash
 # Passthrough overhead of libhier, both MPIs, in one invocation per MPI.
-#   bench/overhead/run.sh [iterations per block] [blocks] [wall|cpu]   (cpu: see overhead.c)
+# usage: bench/overhead/run.sh [iterations per block] [blocks] [wall|cpu]   (cpu: see overhead.c)
 # HIER_WATCHDOG=N in the environment runs it with the hang watchdog on (compare with 0);
 # HIER_REPORT=path (e.g. /tmp/ov.%r.json) with the call-site timing on (docs/diagnostics.md).
 # Needs build/<mpi>/ from tools/test.sh (or cmake --build --preset <mpi>); OVERHEAD_BUILD_PREFIX=build/h-
 # takes build/h-<mpi>/ instead.
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 iters=${1:-20000}

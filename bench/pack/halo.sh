@@ -1,8 +1,8 @@
 #!/bin/bash
 # 3D halo exchange (bench_halo: 26 neighbours, subarray types, Isend/Irecv/Waitall) with the MPI
 # alone (libhier preloaded with HIER_DISABLE=1) and with libhier, run alternately, both MPIs.
-#   bench/pack/halo.sh [--mpi openmpi|mpich|both] [--np P] [--n N] [--ghost G] [--iters I] [--rounds R]
-#                      [--single-copy none|cma|knem|xpmem] [--dirs all|xrows|others] [--control]
+# usage: bench/pack/halo.sh [--mpi openmpi|mpich|both] [--np P] [--n N] [--ghost G] [--iters I] [--rounds R]
+#                           [--single-copy none|cma|knem|xpmem] [--dirs all|xrows|others] [--control]
 # Defaults: both MPIs, 8 ranks (2x2x2), 64^3 doubles per rank, 2 ghost layers, 50 iterations,
 # 5 rounds, all 26 directions (--dirs xrows: only the 10 messages of G-double rows along x, the x
 # faces and 8 edges that libhier packs under Open MPI; --dirs others: the other 16). Each round runs the two variants back to back (the order alternates between rounds);
@@ -19,6 +19,8 @@
 # variants ran back to back, so a ratio within a round is less exposed to load that comes and
 # goes) and in how many rounds libhier was faster.
 # Needs build/<mpi>/ (cmake --preset <mpi> && cmake --build --preset <mpi>).
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mpis=(openmpi mpich) np=8 n=64 ghost=2 iters=50 rounds=5 single_copy=none dirs=all control=0

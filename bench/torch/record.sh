@@ -4,8 +4,10 @@
 # error feedback), --steps 300 by default, in ddp, zero and ddp --overlap. Each mode's table goes
 # to OUT/<mode>.log and its picture to OUT/<mode>/torch-demo.png. About 30 minutes per mode on
 # an idle 2-core machine (8 ranks of a 1 M-parameter model share the 2 cores).
-#   bench/torch/record.sh [--steps N] [--out DIR] [--modes 'ddp zero overlap']
-#                         [--variants 'mpi exact int8 int4'] (fewer variants: a shorter run)
+# usage: bench/torch/record.sh [--steps N] [--out DIR] [--modes 'ddp zero overlap']
+#                              [--variants 'mpi exact int8 int4'] (fewer variants: a shorter run)
+source "$(dirname "$0")/../../tools/lib/help.sh"
+hier_help "$@"
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 steps=300 out=bench-torch modes="ddp zero overlap" variants="mpi exact int8 int4"

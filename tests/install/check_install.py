@@ -21,8 +21,8 @@
                                                  every command a user runs answers --help with
                                                  exit status 0 and a "usage:" line on stdout: each
                                                  installed program (PREFIX/bin), each --program (the
-                                                 build's own, e.g. hier-sim) and each executable
-                                                 file in DIR/tools
+                                                 build's own, e.g. hier-sim), each executable
+                                                 file in DIR/tools and under DIR/bench
 COMMON: --build DIR --mpi openmpi|mpich --libdir LIBDIR --work DIR (a fresh prefix under it)
 
 cmake --install rewrites <build>/install_manifest.txt: a user's manifest is put back afterwards.
@@ -332,8 +332,11 @@ def cmd_help(a):
         cmds += a.program
         cmds += [os.path.join(tools, f) for f in sorted(os.listdir(tools))
                  if os.path.isfile(os.path.join(tools, f)) and os.access(os.path.join(tools, f), os.X_OK)]
-        if not any(c.endswith("/hier-run") for c in cmds) or not any(c.endswith("/demo.sh") for c in cmds):
-            fail(f"the list of commands misses hier-run or tools/demo.sh: {cmds}")
+        # bench/'s scripts (the README's results table names them), at any depth
+        for d, _, files in sorted(os.walk(os.path.join(a.source, "bench"))):
+            cmds += [os.path.join(d, f) for f in sorted(files) if os.access(os.path.join(d, f), os.X_OK)]
+        if not all(any(c.endswith(x) for c in cmds) for x in ("/hier-run", "/demo.sh", "/bench/overhead/run.sh")):
+            fail(f"the list of commands misses hier-run, tools/demo.sh or bench/overhead/run.sh: {cmds}")
         bad = []
         # Four at a time: most of each command's time is its interpreter starting.
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:

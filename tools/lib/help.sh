@@ -1,4 +1,4 @@
-# Sourced by the tools/ scripts: hier_help "$@" prints the script's header comment (the comment
+# Sourced by the tools/ and bench/ scripts: hier_help "$@" prints the script's header comment (the comment
 # block under the #! line, which holds its "usage:" line) and exits 0 when an argument before any
 # "--" is -h or --help. Called before the script does anything else (installs, builds, clusters).
 hier_help() {
