@@ -9,6 +9,7 @@
 #include <atomic>
 #include <new>
 
+#include "diag/call_site.hpp"
 #include "diag/collective_sequence.hpp"
 #include "diag/sites.hpp"
 
@@ -91,7 +92,7 @@ void DiagScope::begin(int fn, MPI_Comm comm, int64_t count, int root, const void
   fn_ = fn;
   root_ = root;
   comm_ = comm;
-  ra_ = ra;
+  ra_ = ra = call_site(ra);  // the program's line: a C program's return address, or found past its bindings
   t0_ = mono_ns();
   if (g_watch_on) {
     try {

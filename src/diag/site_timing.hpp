@@ -12,7 +12,7 @@ constexpr int kSiteWin = 32;  // durations kept per site: the last kSiteWin call
 
 // One (collective, return address) of one thread, as it stands now.
 struct TimedSite {
-  const void* ra;  // the call site: the return address into libhier's caller
+  const void* ra;  // the call site (diag/call_site.hpp)
   int fn;
   uint64_t calls, bytes, total, min, max;  // time in ns
   std::vector<float> win;                  // the last min(calls, kSiteWin) durations, oldest first
