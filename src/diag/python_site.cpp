@@ -18,6 +18,7 @@ using namespace py311;
 
 struct Api {
   void* (*this_thread_state)() = nullptr;     // PyGILState_GetThisThreadState: no GIL needed
+  int (*finalizing)() = nullptr;              // _Py_IsFinalizing: a read of one global
   int (*addr2line)(void*, int) = nullptr;     // PyCode_Addr2Line: reads the line table only
   const void* code_type = nullptr;            // &PyCode_Type
   const void* str_type = nullptr;             // &PyUnicode_Type
@@ -31,10 +32,11 @@ const Api* api() noexcept {
     if (!version || (*version >> 16) != 0x030B) return nullptr;  // 3.11 only: its layout
     if (dlsym(RTLD_DEFAULT, "_Py_RefTotal")) return nullptr;     // a debug build: other layouts
     x.this_thread_state = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
+    x.finalizing = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"));
     x.addr2line = reinterpret_cast<int (*)(void*, int)>(dlsym(RTLD_DEFAULT, "PyCode_Addr2Line"));
     x.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
     x.str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
-    if (!x.this_thread_state || !x.addr2line || !x.code_type || !x.str_type) return nullptr;
+    if (!x.this_thread_state || !x.finalizing || !x.addr2line || !x.code_type || !x.str_type) return nullptr;
     return &x;
   }();
   return a;
@@ -128,7 +130,8 @@ const Site* intern(const Api& a, const void* code, int lasti, const char* file, 
 
 const void* current_site() noexcept {
   const Api* a = api();
-  if (!a) return nullptr;
+  // While Python finalizes, it frees the thread states of threads still inside a call.
+  if (!a || a->finalizing()) return nullptr;
   const void* ts = a->this_thread_state();
   if (!ts) return nullptr;
   const void* cf = at<const void*>(ts, kTstateCframe);

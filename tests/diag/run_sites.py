@@ -51,8 +51,7 @@ def main():
     hang_files = lambda: sorted(glob.glob(f"{tmp}/hier-hang-*.json"))
     while time.monotonic() < deadline and p.poll() is None and not hang_files():
         time.sleep(0.05)
-    time.sleep(0.5)  # the report complete
-    open(wake, "w").close()
+    open(wake, "w").close()  # (the hang file is read once the job has ended)
     try:
         out, _ = p.communicate(timeout=max(5, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
