@@ -154,8 +154,10 @@ const void* current_site() noexcept {
 }
 
 bool describe(const void* site, const char** file_line, const char** function) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(site), lo = reinterpret_cast<uintptr_t>(&g_sites[0]);
+  if (a < lo || a >= lo + sizeof g_sites || (a - lo) % sizeof(Site) != 0) return false;
   const auto* s = static_cast<const Site*>(site);
-  if (s < &g_sites[0] || s >= &g_sites[kSites] || !s->ready.load(std::memory_order_acquire)) return false;
+  if (!s->ready.load(std::memory_order_acquire)) return false;
   *file_line = s->file_line;
   *function = s->function;
   return true;
