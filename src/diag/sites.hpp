@@ -2,6 +2,9 @@
 // signature of this rank's collectives on MPI_COMM_WORLD, and what is made of them at finalize:
 // the report's `call_sites`, `stragglers` (arrival skew, rank 0) and `collective_check`
 // (the ranks' collective sequences on MPI_COMM_WORLD compared). docs/diagnostics.md.
+// The files and their jobs: site_timing.cpp (DiagScope, the per-thread site tables),
+// collective_sequence.cpp (the signatures on MPI_COMM_WORLD and their comparison), sites.cpp
+// (sites_init, and the finalize exchange that makes the report's sections).
 //
 // Hot path (the generated wrapper of every blocking collective): off, one test of a global flag
 // (and the same local flag again in the destructor); on, two clock_gettime(CLOCK_MONOTONIC)

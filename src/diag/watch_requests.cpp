@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "diag/call_site.hpp"
 #include "diag/watch.hpp"
 #include "diag/watch_state.hpp"
 #include "hier/fn.hpp"
@@ -66,7 +67,7 @@ void StartScope::begin(int fn, MPI_Comm comm, int64_t count, int root, const voi
   comm_ = w;
   CallSlot* s = this_thread_slot();
   if (s) {  // the call itself, while it runs, as a blocking call would be
-    watch_begin(s, fn, comm, count, root, ra, watch_now_ns());
+    watch_begin(s, fn, comm, count, root, call_site(ra), watch_now_ns());
     slot_ = s;
     seq_ = s->call.seq;
   } else {
@@ -119,7 +120,7 @@ void RequestScope::begin(int fn, int n, MPI_Request* r, const void* ra) noexcept
       }
       if (p->seq && !p->t0_ns && b != Fn::Request_free && b != Fn::Cancel) {
         p->t0_ns = watch_now_ns();
-        p->ra = ra;
+        p->ra = call_site(ra);  // the program's line (diag/call_site.hpp), at the first wait only
       }
       watched_.push_back({i, r[i]});
     }

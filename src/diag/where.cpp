@@ -19,6 +19,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "diag/python_site.hpp"
+
 extern char** environ;
 
 namespace hier::diag::where {
@@ -83,6 +85,11 @@ bool is_system_object(const std::string& path) {
                                         "/libgfortran", "/libpython", "[vdso]", "/libhier_"};
   for (const char* s : kSystem)
     if (path.find(s) != std::string::npos) return true;
+  // The Python interpreter (python3, python3.11): its frames name no line of the program's (its
+  // Python lines: diag/python_site.hpp, for the calling thread only).
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.rfind("python", 0) == 0 && base.find_first_not_of("python0123456789.", 0) == std::string::npos) return true;
   return path.empty();
 }
 
@@ -194,6 +201,13 @@ std::vector<Frame> resolve(const std::vector<const void*>& ras) {
     Frame& f = frames[i];
     f.addr = ras[i];
     f.function = "??";
+    const char *py_line = nullptr, *py_function = nullptr;
+    if (python::describe(ras[i], &py_line, &py_function)) {  // a Python call site (diag/call_site.hpp)
+      f.file_line = py_line;
+      f.function = py_function;
+      f.object = "python";
+      continue;
+    }
     const uintptr_t a = reinterpret_cast<uintptr_t>(ras[i]) - 1;  // inside the call instruction
     Dl_info di{};
     if (!dladdr(reinterpret_cast<void*>(a), &di) || !di.dli_fbase) {

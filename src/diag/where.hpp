@@ -18,7 +18,8 @@ struct Frame {
   bool system = false;   // libc, the MPI library, libhier, ...: not the program's own code
 };
 
-// Resolves return addresses (the instruction before each is looked up).
+// Resolves return addresses (the instruction before each is looked up) and the call sites of
+// diag/call_site.hpp (Python's file:line).
 std::vector<Frame> resolve(const std::vector<const void*>& return_addresses);
 
 // "hang.c:42 (main)", or "main in prog", or "prog+0x1234" (module and offset: never a raw address).

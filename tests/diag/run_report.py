@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 
-from common import fail, site_line
+from common import fail, launch, site_line
 
 NP = 2
 
@@ -38,25 +38,14 @@ def main():
     env_vars = {"LD_PRELOAD": a.lib, "HIER_REPORT": f"{tmp}/r%r.json"}
     if a.mode == "watchdog":
         env_vars["HIER_WATCHDOG"] = "20"
-    cmd = [a.mpiexec]
-    if a.mpi == "openmpi":
-        cmd += ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                "--mca", "btl_vader_single_copy_mechanism", "none"]
-        for k, v in env_vars.items():
-            cmd += ["-x", f"{k}={v}"]
-    else:
+    if a.mpi != "openmpi":
         # 3 ranks busy-polling on fewer cores settle into a fixed schedule in which the same rank
         # is descheduled at the same site every time: real, persistent arrival skew that a run
         # "without a straggler" must not have. Polling that yields (as Open MPI does by itself
         # when oversubscribed) breaks that pattern.
         env_vars["MPIR_CVAR_POLLS_BEFORE_YIELD"] = "1"
-        for k, v in env_vars.items():
-            cmd += ["-genv", k, v]
     prog_mode = "slow" if a.mode == "watchdog" else a.mode
-    cmd += ["-n", str(NP), a.exe, prog_mode]
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    cmd, env = launch(a.mpi, a.mpiexec, env_vars, NP, [a.exe, prog_mode])
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     print(p.stdout)
     print(p.stderr)
