@@ -1,11 +1,12 @@
 // The GPU check's multi-rank step (tools/gpu-check.sh run, step 5): collectives on device buffers
 // through libhier (preloaded, its GPU module HIER_GPU_MODULE) on ranks that share one device,
 // each checked against the same call done by hand (copy to host, the MPI call on host buffers,
-// copy back) and both timed. Exact mode: allreduce (float sum), reduce_scatter_block, allgather
-// and bcast, whose values (small integers) make any order of the sum exact, so the two results
-// must be the same bits; --int8 (the run sets HIER_QUANT=allreduce=int8): the allreduce of
-// normally distributed floats, where libhier quantizes both calls the same way (the device
-// kernels are the host bodies, tests/device/quant_test.cpp), so the bits must match too.
+// copy back) and both timed: allreduce in int32, allreduce, reduce_scatter_block, allgather and
+// bcast in float, whose values (small integers) make any order of the sum exact, so the two
+// results must be the same bits; with --int8 (the run sets HIER_QUANT=allreduce=int8) the float
+// allreduce is of normally distributed values, which libhier quantizes in both calls the same way
+// (the device kernels are the host bodies, tests/device/quant_test.cpp), so its bits must match
+// too, while the int32 allreduce stays exact (HIER_QUANT quantizes float types only).
 //   device_ranks --module PATH [--runtime LIB] [--bytes N[,N...]] [--iters K] [--int8] [--json FILE]
 // --module: the GPU module libhier uses (the same file as HIER_GPU_MODULE), opened here for the
 //   device memory and the copies; --runtime: the GPU runtime loaded first (default libcuda.so.1,
@@ -16,6 +17,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -80,28 +82,52 @@ double timed(int iters, const std::function<void()>& f) {
   return worst;
 }
 
+// One call: its per-rank element counts (4-byte elements), its input on this rank, and the call
+// on (send, recv) buffers, device or host alike.
 struct Call {
   std::string name;
-  int send_floats, recv_floats;  // per rank
-  // The call on (send, recv) buffers, device or host alike.
+  int send_elems, recv_elems;
+  std::vector<char> input;  // send_elems (or recv_elems, if more) elements
   std::function<void(const void* send, void* recv)> run;
 };
+
+// Small integers (exact under any order of the sum), as floats or as ints.
+template <class T>
+std::vector<char> small_integers(int n) {
+  std::vector<char> v(sizeof(T) * n);
+  for (int i = 0; i < n; ++i) {
+    const T x = static_cast<T>((i * 7 + g_rank * 13) % 29 - 14);
+    std::memcpy(v.data() + sizeof(T) * i, &x, sizeof x);
+  }
+  return v;
+}
 
 std::vector<Call> calls(int n, bool int8) {
   const int part = n / g_size;
   std::vector<Call> c;
-  c.push_back({int8 ? "allreduce int8" : "allreduce", n, n, [n](const void* s, void* r) {
-                 MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  // The exact allreduce in int32: HIER_QUANT quantizes float types only, so it stays exact in the
+  // run that quantizes the float allreduce.
+  c.push_back({"allreduce i32 exact", n, n, small_integers<int32_t>(n), [n](const void* s, void* r) {
+                 MPI_Allreduce(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
                }});
-  if (int8) return c;
-  c.push_back({"reduce_scatter_block", part * g_size, part, [part](const void* s, void* r) {
+  std::vector<char> normal(sizeof(float) * n);
+  std::mt19937 rng(1000 + g_rank);
+  std::normal_distribution<float> d(0, 3);
+  for (int i = 0; i < n; ++i) {
+    const float x = d(rng);
+    std::memcpy(normal.data() + sizeof(float) * i, &x, sizeof x);
+  }
+  c.push_back({int8 ? "allreduce f32 int8" : "allreduce f32", n, n, int8 ? normal : small_integers<float>(n),
+               [n](const void* s, void* r) { MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }});
+  c.push_back({"reduce_scatter_block f32", part * g_size, part, small_integers<float>(n), [part](const void* s, void* r) {
                  MPI_Reduce_scatter_block(s, r, part, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
                }});
-  c.push_back({"allgather", part, part * g_size, [part](const void* s, void* r) {
+  c.push_back({"allgather f32", part, part * g_size, small_integers<float>(n), [part](const void* s, void* r) {
                  MPI_Allgather(s, part, MPI_FLOAT, r, part, MPI_FLOAT, MPI_COMM_WORLD);
                }});
-  // bcast: in place on the receive buffer, which starts as the send values (root 0's are sent).
-  c.push_back({"bcast", n, n, [n](const void*, void* r) { MPI_Bcast(r, n, MPI_FLOAT, 0, MPI_COMM_WORLD); }});
+  // bcast: in place on the receive buffer, which starts as the input (root 0's is sent).
+  c.push_back({"bcast f32", n, n, small_integers<float>(n),
+               [n](const void*, void* r) { MPI_Bcast(r, n, MPI_FLOAT, 0, MPI_COMM_WORLD); }});
   return c;
 }
 
@@ -160,22 +186,14 @@ int main(int argc, char** argv) {
   bool first = true;
   for (size_t bytes : sizes) {
     const int n = static_cast<int>(bytes / sizeof(float)) / g_size * g_size;  // whole parts per rank
-    std::mt19937 rng(1000 + g_rank);
-    std::vector<float> x(n);
-    if (int8) {
-      std::normal_distribution<float> d(0, 3);
-      for (float& v : x) v = d(rng);
-    } else {
-      for (int i = 0; i < n; ++i) x[i] = static_cast<float>((i * 7 + g_rank * 13) % 29 - 14);
-    }
     for (const Call& c : calls(n, int8)) {
-      const size_t sb = sizeof(float) * c.send_floats, rb = sizeof(float) * c.recv_floats;
+      const size_t sb = sizeof(float) * c.send_elems, rb = sizeof(float) * c.recv_elems;
       Dev send(sb), recv(rb), by_hand(rb);
       std::vector<char> hs(sb), hr(rb);
-      auto reset = [&] {  // inputs: send = x, recv = x as far as it goes (bcast sends from it)
-        send.put(x.data(), sb);
-        recv.put(x.data(), std::min(rb, sizeof(float) * x.size()));
-        by_hand.put(x.data(), std::min(rb, sizeof(float) * x.size()));
+      auto reset = [&] {  // inputs: send and both receive buffers start as the input, as far as it goes
+        send.put(c.input.data(), sb);
+        recv.put(c.input.data(), std::min(rb, c.input.size()));
+        by_hand.put(c.input.data(), std::min(rb, c.input.size()));
       };
       // Checked once on fresh inputs, then timed (the bcast's root keeps its values).
       reset();
@@ -196,7 +214,7 @@ int main(int argc, char** argv) {
       });
       if (!all_same) ++mismatches;
       if (g_rank == 0) {
-        std::printf("np %d %-22s %9s: device %9.3f ms, by hand %9.3f ms: %s\n", g_size, c.name.c_str(),
+        std::printf("np %d %-24s %9s: device %9.3f ms, by hand %9.3f ms: %s\n", g_size, c.name.c_str(),
                     size_text(bytes).c_str(), t_dev * 1e3, t_hand * 1e3, all_same ? "same bits" : "DIFFERENT");
         std::fflush(stdout);
         json << (first ? "" : ",") << "\n {\"np\": " << g_size << ", \"call\": \"" << c.name << "\", \"bytes\": " << bytes
