@@ -52,9 +52,6 @@
 #                    GPU_CHECK_MPIEXEC (and GPU_CHECK_MPIEXEC_FLAGS)
 set -u
 cd "$(dirname "$0")/.."
-case "${1:-}" in -h|--help)
-  echo "usage: tools/gpu-check.sh prepare | run | limits [nonvcc]   (GPU_CHECK_SIM=1 run: the simulated device)"
-  sed -n '2,/^[^#]/{/^#/!d; s/^# \{0,1\}//; p}' "$0"; exit 0;; esac
 
 # Each step's time limit (seconds), in one table: building the CUDA module, the kernel check,
 # the rate bench, hier-tune, the multi-rank step (all its launches together), and what runs
@@ -186,6 +183,7 @@ verdict() {
 }
 
 usage() {
+  echo "usage: tools/gpu-check.sh prepare | run | verdict FILE | limits [sim] | --help   (GPU_CHECK_SIM=1 run: the simulated device)"
   sed -n '2,/^set -u/p' "$0" | sed -n 's/^# \{0,1\}//p'
 }
 
