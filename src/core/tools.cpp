@@ -91,7 +91,7 @@ void* resolve_real(Fn f) {
 }
 
 void tool_went_around(Fn f) {
-  if (g_went_around.fetch_add(1, std::memory_order_relaxed) == 0) {
+  if (g_went_around.fetch_add(1, std::memory_order_relaxed) == 0 && base::g_runtime.world_rank <= 0) {
     const char* lib = "a tool";
     object_of(g_tool[static_cast<int>(f)], &lib);
     log::write(config::LogLevel::Warn, "tools", __FILE__, __LINE__,
