@@ -19,7 +19,7 @@ namespace hier::core {
 
 void* g_real[static_cast<int>(Fn::Count)];
 void* g_tool[static_cast<int>(Fn::Count)];
-thread_local Pending tl_pending __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+constinit thread_local Pending tl_pending __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
 namespace {
 constexpr int kFns = static_cast<int>(Fn::Count);

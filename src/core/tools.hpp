@@ -49,7 +49,7 @@ struct Pending {
   int fn1;
   void* site;
 };
-extern thread_local Pending tl_pending __attribute__((tls_model("initial-exec")));
+extern thread_local constinit Pending tl_pending __attribute__((tls_model("initial-exec")));
 
 // In libhier's PMPI_<f>: the program's call site when this is the call libhier passed to the tool
 // (then libhier runs its version of it), null for anything else (libhier's own steps, a tool's
