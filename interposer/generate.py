@@ -13,7 +13,10 @@ Outputs, into the directory given as argv[2]:
                          (its family, its base function, the diag columns: agree, all)
   hier/coll_entry.inc    (with COLLECTIVES_DEF) the executor's entry point of every rewritten
                          collective, exec::<key>, declared from its blocking function's prototype
-  wrap_<family>.cpp      extern "C" C wrappers: guard -> family dispatch in src/core -> PMPI
+  wrap_<family>.cpp      extern "C" C wrappers: guard -> family dispatch in src/core -> PMPI; per
+                         function libhier's version of the call (hier_body_<f>), MPI_<f> (to a
+                         PMPI tool after libhier, else the body) and libhier's PMPI_<f> (the call
+                         back from that tool runs the body, all else goes to the MPI): core/tools.hpp
   fwrap_<family>.cpp     Fortran wrappers (compiled for Open MPI only, whose Fortran bindings
                          call PMPI_* directly; MPICH's Fortran calls the C MPI_* symbols)
 """
