@@ -13,7 +13,10 @@ Outputs, into the directory given as argv[2]:
                          (its family, its base function, the diag columns: agree, all)
   hier/coll_entry.inc    (with COLLECTIVES_DEF) the executor's entry point of every rewritten
                          collective, exec::<key>, declared from its blocking function's prototype
-  wrap_<family>.cpp      extern "C" C wrappers: guard -> family dispatch in src/core -> PMPI
+  wrap_<family>.cpp      extern "C" C wrappers: guard -> family dispatch in src/core -> PMPI; per
+                         function libhier's version of the call (hier_body_<f>), MPI_<f> (to a
+                         PMPI tool after libhier, else the body) and libhier's PMPI_<f> (the call
+                         back from that tool runs the body, all else goes to the MPI): core/tools.hpp
   fwrap_<family>.cpp     Fortran wrappers (compiled for Open MPI only, whose Fortran bindings
                          call PMPI_* directly; MPICH's Fortran calls the C MPI_* symbols)
 """
@@ -157,7 +160,7 @@ REQUEST_WATCH = {
 
 
 def gen_c_wrappers(funcs, family):
-    out = [HEADER, "#include <mpi.h>\n", '#include "core/errors.hpp"', '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
+    out = [HEADER, "#include <mpi.h>\n", '#include "core/errors.hpp"', '#include "core/tools.hpp"', '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
            if family != "init" else '#include "core/lifecycle.hpp"\n']
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
     if family == "coll":
@@ -174,11 +177,26 @@ def gen_c_wrappers(funcs, family):
             out.append(f"#if {g}")
         disp = DISPATCH[family]
         lead = f"fwd{', ' if args else ''}{args}"
-        out.append(f'extern "C" HIER_EXPORT int {f.name}({params}) {{')
-        out.append(f"  auto fwd = [&]() -> int {{ return P{f.name}({args}); }};")
+        fn = f"hier::Fn::{f.short}"
+        ptype = f"decltype(&P{f.name})"
         if family == "init":
-            out.append(f"  return hier::core::{disp}<hier::Fn::{f.short}>({lead});")
+            # MPI_Init & co. go to the next definition (a tool's MPI_*, else the MPI's PMPI_*);
+            # libhier's PMPI_* (below) starts and stops libhier wherever the call comes from.
+            out.append(f'extern "C" HIER_EXPORT int {f.name}({params}) {{')
+            out.append(f"  auto fwd = [&]() -> int {{ return hier::core::next<{ptype}>({fn})({args}); }};")
+            out.append(f"  return hier::core::{disp}<{fn}>({lead});")
+            out.append("}")
+            out.append(f'extern "C" HIER_EXPORT int P{f.name}({params}) {{')
+            out.append(f"  auto real = [&]() -> int {{ return hier::core::real<{ptype}>({fn})({args}); }};")
+            out.append(f"  return hier::core::lifecycle_pmpi<{fn}>(real);")
         else:
+            # The body: libhier's version of the call, forwarding to the MPI's PMPI_* (core/tools.hpp:
+            # g_real). `hier_site` is the program's call site (through a tool too).
+            body = f"hier_body_{f.short}"
+            bparams = f"{params}, void* hier_site" if args else "void* hier_site"
+            bargs = f"{args}, " if args else ""
+            out.append(f"static int {body}({bparams}) {{")
+            out.append(f"  auto fwd = [&]() -> int {{ return hier::core::real<{ptype}>({fn})({args}); }};")
             has_comm = any(p.name == "comm" and p.base() == "MPI_Comm" and p.ptr() == 0 and not p.array for p in f.params)
             comm = "comm" if has_comm else "MPI_COMM_NULL"
             out.append("  if (!hier::core::should_intercept()) return fwd();")
@@ -191,16 +209,16 @@ def gen_c_wrappers(funcs, family):
             if diag:
                 # Call-site timing (HIER_REPORT / HIER_WATCHDOG) and the hang watchdog's sequence
                 # number, signature and call site (diag/sites.hpp).
-                out.append(f"  hier::diag::DiagScope dscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
+                out.append(f"  hier::diag::DiagScope dscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, hier_site);")
             persistent = f.short.endswith("_init") or "_init_" in f.short
             if family == "icoll" and has_comm and not persistent:
                 # The hang watchdog: the sequence number now, kept with the request (diag/watch.hpp).
-                out.append(f"  hier::diag::StartScope sscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, __builtin_return_address(0));")
+                out.append(f"  hier::diag::StartScope sscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, hier_site);")
             req_watch = REQUEST_WATCH.get(f.short) if family == "request" else None
             if req_watch:
                 # The hang watchdog's view of collective requests (diag/watch.hpp): off, one flag test.
                 n, arr, _ = req_watch
-                out.append(f"  hier::diag::RequestScope rscope(static_cast<int>(hier::Fn::{f.short}), {n}, {arr}, __builtin_return_address(0));")
+                out.append(f"  hier::diag::RequestScope rscope(static_cast<int>(hier::Fn::{f.short}), {n}, {arr}, hier_site);")
             # No C++ exception may cross into the C caller: caught here, returned as an MPI error.
             out.append("  try {")
             out.append(f"    const hier::core::Outcome o = hier::core::{disp}<hier::Fn::{f.short}>({lead});")
@@ -233,6 +251,20 @@ def gen_c_wrappers(funcs, family):
             out.append("  } catch (...) {")
             out.append(f'    return hier::core::on_exception({comm}, "{f.name}");')
             out.append("  }")
+            out.append("}")
+            # The program's entry point: to a tool after libhier when there is one (which comes
+            # back through PMPI_* below), else libhier's version of the call.
+            out.append(f'extern "C" HIER_EXPORT int {f.name}({params}) {{')
+            out.append(f"  if (void* const tool = hier::core::tool_of({fn})) [[unlikely]]")
+            out.append(f"    return hier::core::via_tool({fn}, __builtin_return_address(0), [&]() -> int {{ return reinterpret_cast<{ptype}>(tool)({args}); }});")
+            out.append(f"  return {body}({bargs}__builtin_return_address(0));")
+            out.append("}")
+            # libhier's PMPI_*: the call it passed to the tool comes back here and runs libhier's
+            # version; every other caller (libhier's own steps, the tool's own calls, the MPI's
+            # internal ones) goes straight to the MPI.
+            out.append(f'extern "C" HIER_EXPORT int P{f.name}({params}) {{')
+            out.append(f"  if (void* const site = hier::core::take_pending({fn})) [[unlikely]] return {body}({bargs}site);")
+            out.append(f"  return hier::core::real<{ptype}>({fn})({args});")
         out.append("}")
         if g:
             out.append("#endif")

@@ -10,6 +10,7 @@
 
 #include "config/config.hpp"
 #include "core/agree_config.hpp"
+#include "core/tools.hpp"
 #include "base/hooks.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
@@ -72,6 +73,7 @@ void initialize(bool world_model, bool at_init) {
   log::init(cfg, rank);
   // INFO lines of the layers below the logger (device: a GPU runtime loaded without a device).
   base::set_info_sink([](const char* subsys, const std::string& text) { HIER_INFO(subsys, "%s", text.c_str()); });
+  check_tool_order(rank);  // another PMPI tool before or after libhier (docs/tools.md)
   // Configuration problems are printed once (rank 0), whatever HIER_DEBUG says.
   if (rank <= 0) {
     for (const std::string& e : parsed.errors)

@@ -47,4 +47,26 @@ inline int lifecycle(Fwd& fwd, Args... args) {
   }
 }
 
+// libhier's PMPI_Init / Init_thread / Finalize (core/tools.hpp): reached by a tool's MPI_* (a
+// tool loaded before libhier, or after it on the way back from libhier's MPI_*) or by a binding
+// that starts MPI through PMPI. libhier starts and stops with the MPI all the same; `real` is
+// the MPI's PMPI_* (or a PMPI tool's after libhier).
+template <Fn F, class Real>
+inline int lifecycle_pmpi(Real& real) {
+  constexpr Fn B = base_of(F);
+  if (tl_depth != 0) return real();
+  if constexpr (B == Fn::Init || B == Fn::Init_thread) {
+    check_mpi_family_or_die();
+    const int rc = real();
+    if (rc == MPI_SUCCESS) on_initialized(true, true);
+    return rc;
+  } else if constexpr (B == Fn::Finalize) {
+    if (g_runtime.state.load() == State::Uninit) lazy_init();
+    on_finalizing();
+    return real();
+  } else {
+    return real();
+  }
+}
+
 }  // namespace hier::core
