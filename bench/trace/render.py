@@ -68,7 +68,8 @@ for (const k of keys) {
 }
 g.strokeStyle = "#999"; g.beginPath(); g.moveTo(LABEL, y); g.lineTo(W - 10, y); g.stroke();
 g.fillStyle = "#222";
-const step = Math.pow(10, Math.floor(Math.log10((hi - lo) / 8)));
+let step = Math.pow(10, Math.floor(Math.log10((hi - lo) / 8)));
+for (const f of [2, 2.5, 2]) if ((hi - lo) / step > 12) step *= f;
 for (let t = Math.ceil(lo / step) * step; t <= hi; t += step) {
   g.fillRect(x(t), y, 1, 5); g.fillText((t / 1e3).toFixed(step >= 1e3 ? 0 : step >= 100 ? 1 : 2) + " ms", x(t) - 14, y + 14);
 }
