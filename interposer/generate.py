@@ -165,6 +165,8 @@ def gen_c_wrappers(funcs, family):
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
     if family == "coll":
         out.append('#include "diag/sites.hpp"\n')
+    if family in ("coll", "icoll"):
+        out.append('#include "diag/trace.hpp"\n')
     if family in ("icoll", "request"):
         out.append('#include "diag/watch.hpp"\n')
     for f in funcs:
@@ -210,6 +212,9 @@ def gen_c_wrappers(funcs, family):
                 # Call-site timing (HIER_REPORT / HIER_WATCHDOG) and the hang watchdog's sequence
                 # number, signature and call site (diag/sites.hpp).
                 out.append(f"  hier::diag::DiagScope dscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, hier_site);")
+            if family in ("coll", "icoll") and has_comm:
+                # HIER_TRACE's slice of the call (diag/trace.hpp): off, one flag test.
+                out.append(f"  hier::diag::trace::CallScope tscope(static_cast<int>(hier::Fn::{f.short}), hier_site);")
             persistent = f.short.endswith("_init") or "_init_" in f.short
             if family == "icoll" and has_comm and not persistent:
                 # The hang watchdog: the sequence number now, kept with the request (diag/watch.hpp).

@@ -62,6 +62,7 @@ struct Config {
   LogLevel debug = LogLevel::Warn;
   std::string debug_file;   // template, %h %p %r
   std::string report;       // template, %h %p %r; empty = no report
+  std::string trace;        // HIER_TRACE: template, %h %p %r; empty = no trace (diag/trace.hpp)
   double watchdog_s = 0.0;  // 0 = off
   int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (the model's candidates, model/plan.hpp), 0 = off
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults

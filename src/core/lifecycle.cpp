@@ -15,6 +15,7 @@
 #include "diag/log.hpp"
 #include "diag/report.hpp"
 #include "diag/sites.hpp"
+#include "diag/trace.hpp"
 #include "diag/watch.hpp"
 
 namespace hier::core {
@@ -102,6 +103,8 @@ void initialize(bool world_model, bool at_init) {
     diag::watch_init(cfg.watchdog_s, rank, size, cfg.report.c_str());
     base::add_report_section("hangs", diag::hangs_json);
   }
+  // HIER_TRACE (agreed above, so the finalize clock exchange is made by all ranks or none).
+  if (world_model && at_init && !cfg.disable && !cfg.trace.empty() && !config_differs()) diag::trace::trace_init(true);
   // Call-site timing for the report (stragglers, the finalize mismatch check): one 4-byte
   // PMPI_Allreduce decides on every rank, so the finalize exchange is made by all or none. It
   // runs under HIER_DISABLE=1 too (finalize_libhier runs on passive ranks as well): a rank
@@ -160,6 +163,7 @@ void finalize_libhier() {
   }
   diag::watch_finalize();
   diag::sites_finalize();  // PMPI on MPI_COMM_WORLD: every rank is in MPI_Finalize
+  diag::trace::trace_finalize(g_runtime.world_rank, g_runtime.world_size);  // PMPI too (clock offsets)
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);
   base::run_finalize_hooks();

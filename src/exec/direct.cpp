@@ -59,7 +59,7 @@ int reduce_scatter_direct_start(const char* src, char* dst, const std::vector<in
     for (int k = 1; k < p && r == MPI_SUCCESS; ++k) {
       r = PMPI_Wait(&pd.reqs[k - 1], MPI_STATUS_IGNORE);
       if (r == MPI_SUCCESS && mine > 0)
-        r = dev ? dev->reduce(in(k), dst, mine, type, op) : PMPI_Reduce_local(in(k), dst, mine, type, op);
+        r = dev ? dev->reduce(in(k), dst, mine, type, op) : reduce_local(in(k), dst, mine, type, op);
     }
     const int synced = dev ? dev->sync() : MPI_SUCCESS;
     return r != MPI_SUCCESS ? r : synced;

@@ -181,9 +181,13 @@ int Machine::local(const sched::Step& s) {
 // scratch (its index in its group). Both forms make the same choices of implementation, from
 // inputs equal on every member.
 int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
-  if (is_local(s)) return local(s);
   // Device buffers: the local work of libhier's own exchanges as kernels too.
   const DeviceOps* dev = b_.dev && (on_device(s.src) || on_device(s.dst)) ? b_.dev : nullptr;
+  if (is_local(s)) {
+    via_ = dev || (b_.dev && (s.kind == Kind::LoadBlock || s.kind == Kind::StoreBlock)) ? diag::trace::Transport::DeviceLocal
+                                                                                        : diag::trace::Transport::Local;
+    return local(s);
+  }
   // An MPI that is not GPU-aware: the step's event stands for the queued kernels it reads.
   if (dev && b_.stage) return issue_staged(s, pd, slot);
   // A message step may read what queued kernels write (and must not overwrite what they read).
@@ -234,6 +238,7 @@ int Machine::issue_staged(const sched::Step& s, Pending* pd, size_t slot) {
   staged_in_[slot] = StagedIn{};
   if (const int rc = stage_wait(*b_.dev, in.ready); rc != MPI_SUCCESS) return rc;
   const int rc = issue_at(s, pd, in.host_src, in.host_dst, nullptr, b_.stage_tmp ? &(*b_.stage_tmp)[slot] : nullptr);
+  via_ = diag::trace::Transport::Staged;
   StagedOut o{on_device(s.dst) ? &s : nullptr, at(s.dst), in.host_dst, in.v};
   if (!pd) return rc == MPI_SUCCESS ? stage_back(o) : rc;
   if (staged_.size() <= slot) staged_.resize(slot + 1);
@@ -276,12 +281,14 @@ int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst
   }
   int* cnt = counts.data();
   int* dsp = displs.data();
+  via_ = dev ? diag::trace::Transport::DeviceMessages : diag::trace::Transport::Messages;
   // Through the communicator's shared segment (the plan marked the step; exec/shm_steps.hpp),
   // unless the transport declines these inputs, as it does on every member alike.
   if (s.via == sched::Via::Shm && !dev)  // (never so marked in a device_hier context)
     if (shm::Segment* seg = lv_.segment(c)) {
       ShmArgs a{s.in_place ? nullptr : src_at, dst_at, s.in_place, s.count, s.root, s.counts, s.displs, info, op};
       if (std::unique_ptr<shm::Step> st = shm_start(s.kind, *seg, a)) {
+        via_ = shm_single_copy(*st) ? diag::trace::Transport::ShmSingleCopy : diag::trace::Transport::ShmCopyIn;
         if (!pd) return shm::finish(*st);
         pd->reqs.clear();
         pd->shm = std::move(st);
@@ -293,9 +300,11 @@ int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst
     case Kind::ReduceScatter: {
       // (libhier's own exchange as sched::direct_reduce_scatter decided; a run without buffers
       // for it, which no call of libhier makes, would take the MPI's collective)
-      if (tmp && sched::direct_reduce_scatter(s, info ? info->size : 0, s_.direct_rs_from))
+      if (tmp && sched::direct_reduce_scatter(s, info ? info->size : 0, s_.direct_rs_from)) {
+        via_ = diag::trace::Transport::Direct;
         return pd ? reduce_scatter_direct_start(src_at, dst_at, counts, *info, op, c, *tmp, *pd, dev)
                   : reduce_scatter_direct(src_at, dst_at, counts, *info, op, c, *tmp, dev);
+      }
       bool even = true;
       for (int x : counts) even &= x == cnt[0];
       if (even)
@@ -311,6 +320,7 @@ int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst
     case Kind::Allgatherv:
       if (tmp && sched::padded_allgatherv(s, info ? info->size : 0, s_.padded_agv_from)) {
         const char* mine = s.in_place ? nullptr : src_at;
+        via_ = diag::trace::Transport::Direct;
         if (!pd) return allgatherv_padded(mine, s.in_place, dst_at, counts, displs, info, c, *tmp, dev);
         pd->reqs.clear();
         return allgatherv_padded_start(mine, s.in_place, dst_at, counts, displs, info, c, *tmp, *pd, dev);
@@ -363,7 +373,18 @@ void Machine::start_group() {
   ++groups_;
   const size_t i = next_;
   if (s_.steps[i].wave < 0 && (!nonblocking_ || is_local(s_.steps[i]))) {
-    rc_ = issue(s_.steps[i], nullptr, 0);  // blocking: complete on return
+    if (__builtin_expect(trace_id_ != 0, 0)) {
+      Traced t;
+      const uint64_t k0 = diag::trace::tl_kernel_ns;
+      t.t0 = diag::trace::now_ns();
+      rc_ = issue(s_.steps[i], nullptr, 0);  // blocking: complete on return
+      t.t1 = diag::trace::now_ns();
+      t.kernel = diag::trace::tl_kernel_ns - k0;
+      t.via = via_;
+      trace_step(s_.steps[i], t);
+    } else {
+      rc_ = issue(s_.steps[i], nullptr, 0);  // blocking: complete on return
+    }
     next_ = i + 1;
     return;
   }
@@ -372,8 +393,23 @@ void Machine::start_group() {
   for (StagedOut& o : staged_) o.s = nullptr;
   if (b_.stage && b_.dev) stage_wave(i, j);
   started_ = 0;
+  first_ = i;
   int rc = MPI_SUCCESS;
-  for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) rc = issue(s_.steps[i + started_], &pending_[started_], started_);
+  if (__builtin_expect(trace_id_ != 0, 0)) {
+    traced_.assign(j - i, Traced{});
+    for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) {
+      Traced& t = traced_[started_];
+      const sched::Step& st = s_.steps[i + started_];
+      const uint64_t k0 = diag::trace::tl_kernel_ns;
+      t.t0 = diag::trace::now_ns();
+      rc = issue(st, &pending_[started_], started_);
+      t.via = via_;
+      if (is_local(st)) t.t1 = diag::trace::now_ns();
+      t.kernel = diag::trace::tl_kernel_ns - k0;
+    }
+  } else {
+    for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) rc = issue(s_.steps[i + started_], &pending_[started_], started_);
+  }
   rc_ = rc;
   next_ = j;
   in_flight_ = true;
@@ -387,19 +423,26 @@ namespace {
 // of an older chunk cross the link, and those messages progress only while tested (stopping at
 // the first incomplete step ran the wave's steps one after the other). An error counts as
 // complete: Pending::complete reports it.
-bool group_complete(std::vector<Pending>& pending, size_t n) {
+// `tr` (HIER_TRACE; null: off): per step, the kernel time seen while advancing it and the time
+// it was first seen complete.
+template <class Traced>
+bool group_complete(std::vector<Pending>& pending, size_t n, Traced* tr) {
   bool all = true;
   for (size_t k = 0; k < n; ++k) {
     Pending& pd = pending[k];
+    bool done = true;
     if (pd.shm) {
-      all &= shm::advance(*pd.shm);
-      continue;
+      const uint64_t k0 = tr ? diag::trace::tl_kernel_ns : 0;
+      done = shm::advance(*pd.shm);
+      if (tr) tr[k].kernel += diag::trace::tl_kernel_ns - k0;
+    } else if (!pd.reqs.empty()) {
+      int flag = 0;
+      if (PMPI_Testall(static_cast<int>(pd.reqs.size()), pd.reqs.data(), &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        continue;
+      done = flag != 0;
     }
-    if (pd.reqs.empty()) continue;
-    int flag = 0;
-    if (PMPI_Testall(static_cast<int>(pd.reqs.size()), pd.reqs.data(), &flag, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      continue;
-    all &= flag != 0;
+    if (tr && done && tr[k].t1 == 0) tr[k].t1 = diag::trace::now_ns();
+    all &= done;
   }
   return all;
 }
@@ -409,15 +452,22 @@ bool Machine::complete_group(bool block) {
   if (!in_flight_) return true;
   bool has_shm = false;
   for (size_t k = 0; k < started_; ++k) has_shm |= pending_[k].shm != nullptr;
+  Traced* tr = trace_id_ && traced_.size() >= started_ ? traced_.data() : nullptr;
   if (block && has_shm) {
     // Shared-memory steps beside messages (a pipelined wave): both advance in turn, so that
     // neither waits for the other to finish first.
-    shm::wait_until([&] { return group_complete(pending_, started_); });
-  } else if (!block && !group_complete(pending_, started_)) {
+    shm::wait_until([&] { return group_complete(pending_, started_, tr); });
+  } else if (!block && !group_complete(pending_, started_, tr)) {
     return false;
   }
   for (size_t k = 0; k < started_; ++k) {
+    const uint64_t k0 = tr ? diag::trace::tl_kernel_ns : 0;
     int rc_k = pending_[k].complete();
+    if (tr) {  // a direct exchange reduces here; a blocking wave without segment steps waits here
+      tr[k].kernel += diag::trace::tl_kernel_ns - k0;
+      if (tr[k].t1 == 0) tr[k].t1 = diag::trace::now_ns();
+      trace_step(s_.steps[first_ + k], tr[k]);
+    }
     // A staged step's results back to the device, queued while the later steps still run.
     if (k < staged_.size() && staged_[k].s) {
       if (rc_k == MPI_SUCCESS) rc_k = stage_back(staged_[k]);
@@ -428,6 +478,47 @@ bool Machine::complete_group(bool block) {
   started_ = 0;
   in_flight_ = false;
   return true;
+}
+
+// One step's slice (HIER_TRACE): what it moved, where, how, and the kernel time inside it.
+void Machine::trace_step(const sched::Step& st, const Traced& t) {
+  static const char* const kLevels[] = {"level0", "level1", "level2", "level3", "level4", "level5", "level6", "level7"};
+  diag::trace::StepInfo i;
+  i.kind = sched::to_string(st.kind);
+  i.via = t.via;
+  switch (st.comm.on) {
+    case On::Node: i.level = "node"; break;
+    case On::Cross: i.level = "cross"; break;
+    case On::Leaders: i.level = "leaders"; break;
+    case On::Step: {  // step[j]: inside level j's groups (its name), the last across the nodes
+      const int j = st.comm.level;
+      const auto& names = lv_.shape.names;
+      i.level = j == static_cast<int>(names.size()) ? "cross" : j >= 0 && j < 8 ? kLevels[j] : "level";
+      for (const char* known : {"node", "socket", "numa", "gpu", "gcd", "l3", "rack", "switch"})
+        if (j >= 0 && j < static_cast<int>(names.size()) && names[j] == known) i.level = known;
+      break;
+    }
+    case On::None: break;
+  }
+  const MPI_Comm c = comm_of(st.comm, lv_);
+  if (c != MPI_COMM_NULL) PMPI_Comm_size(c, &i.group);
+  if (st.kind == Kind::Bcast || st.kind == Kind::Scatterv || st.kind == Kind::Gatherv || st.kind == Kind::Reduce ||
+      st.kind == Kind::Send || st.kind == Kind::Recv)
+    i.peer = st.root;
+  int64_t units = st.count;
+  if (st.kind == Kind::ReduceScatter || st.kind == Kind::Allgatherv || st.kind == Kind::Scatterv ||
+      st.kind == Kind::Gatherv || st.kind == Kind::Alltoallv) {
+    units = 0;
+    for (int64_t x : st.counts) units += x;
+  }
+  i.bytes = units * (st.bytes ? 1 : b_.info ? b_.info->size : b_.stride);  // records: bytes; else units
+  i.wave = st.wave;
+  i.chunk = st.stage;
+  // Local steps are their kernels (copies: packing); level steps carry the reductions run inside.
+  if (is_local(st)) i.kernel_ns = static_cast<int64_t>(t.t1 - t.t0);
+  else if (t.kernel) i.kernel_ns = static_cast<int64_t>(t.kernel);
+  if (trace_async_) diag::trace::async_step(trace_id_, i, t.t0, t.t1);
+  else diag::trace::step(trace_id_, i, t.t0, t.t1);
 }
 
 bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* info, ScratchSet* tmp) {
@@ -459,6 +550,7 @@ bool reserve(const sched::Schedule& s, const topo::Levels& lv, const TypeInfo* i
 int run(const sched::Schedule& s, const topo::Levels& lv, const Binding& b) {
   if (util::injected_failure("run")) return MPI_ERR_OTHER;  // tests: an error inside a schedule
   Machine m(s, lv, b, false);
+  if (diag::trace::g_on) m.trace_as(diag::trace::note_run(s.name.c_str()), false);
   while (!m.done()) {
     m.start_group();
     m.complete_group(true);

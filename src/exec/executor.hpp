@@ -10,6 +10,7 @@
 #include "exec/device_steps.hpp"
 #include "exec/direct.hpp"
 #include "exec/scratch.hpp"
+#include "diag/trace.hpp"
 #include "exec/typed.hpp"
 #include "sched/ir.hpp"
 #include "topo/levels.hpp"
@@ -92,6 +93,12 @@ class Machine {
   bool complete_group(bool block);
   int rc() const { return rc_; }
   size_t groups_started() const { return groups_; }
+  // HIER_TRACE (diag/trace.hpp): record each step under the call `id` (diag::trace::note_run),
+  // as slices of the calling thread (blocking) or async slices (a request's).
+  void trace_as(uint64_t id, bool async) {
+    trace_id_ = id;
+    trace_async_ = async;
+  }
   // Waits for the kernels the local steps queued (device bindings); the executor calls it before
   // a level step is issued and run() before it returns.
   int flush();
@@ -104,6 +111,7 @@ class Machine {
   size_t next_ = 0;         // first step not started
   bool in_flight_ = false;
   size_t started_ = 0;      // level steps of the group in flight, in pending_[0..started_)
+  size_t first_ = 0;        // its first step
   std::vector<Pending> pending_;
   std::vector<int> counts_, displs_, rcounts_, rdispls_;  // int copies for the blocking PMPI v-calls
   int rc_ = MPI_SUCCESS;
@@ -128,6 +136,17 @@ class Machine {
     StageView v;
   };
   std::vector<StagedIn> staged_in_;
+  // HIER_TRACE: the call's id (0: not traced), the transport issue() took last, and per step of
+  // the group in flight its issue and completion times and the kernel time seen inside it.
+  uint64_t trace_id_ = 0;
+  bool trace_async_ = false;
+  diag::trace::Transport via_ = diag::trace::Transport::Local;
+  struct Traced {
+    uint64_t t0 = 0, t1 = 0, kernel = 0;
+    diag::trace::Transport via = diag::trace::Transport::Local;
+  };
+  std::vector<Traced> traced_;
+  void trace_step(const sched::Step& st, const Traced& t);
   int stage_step(const sched::Step& st, size_t slot);
   void stage_wave(size_t first, size_t end);
 

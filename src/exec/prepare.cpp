@@ -9,6 +9,7 @@
 #include "base/hooks.hpp"
 #include "base/runtime.hpp"
 #include "diag/log.hpp"
+#include "diag/trace.hpp"
 #include "exec/executor.hpp"
 #include "exec/fallback.hpp"
 #include "exec/request.hpp"
@@ -103,6 +104,13 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
   }
   Prepared p{ctx, it->second};
   count_plan(coll, p.plan);
+  if (diag::trace::g_on) {  // HIER_TRACE: the call's slice carries the plan
+    const model::Plan& pl = p.plan;
+    const bool q = pl.quant_bits != 0;
+    diag::trace::note_plan(config::coll_key(coll), bytes, q ? "quantized" : sched::to_string(pl.algo),
+                           q ? pl.quant_chunks : pl.chunks, pl.quant_bits, q ? pl.quant_ns : pl.hier_ns, pl.flat_ns,
+                           q ? pl.quant_why : pl.why);
+  }
   // A flat plan still comes here when the quantized schedule won (HIER_QUANT, plan.quant_bits;
   // blocking, nonblocking and persistent calls alike): the caller tries it and returns to the
   // MPI if it declines the call.

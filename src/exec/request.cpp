@@ -217,6 +217,8 @@ int retire(CollRequest* r) {
   Stat& s = g_stats[static_cast<size_t>(r->coll)];
   s.groups.fetch_add(r->machine->groups_started(), std::memory_order_relaxed);
   add(s.active_s, now() - r->t_start);
+  if (r->trace_id) diag::trace::async_end(r->trace_id, r->trace_fn);
+  r->trace_id = 0;
   if (!r->owner) release_held(r);
   return rc;
 }
@@ -290,6 +292,7 @@ ProgressThread* g_thread = nullptr;
 std::once_flag g_thread_once;
 
 void thread_main(ProgressThread* t) {
+  diag::trace::name_thread("libhier progress");  // its own track in HIER_TRACE
   std::chrono::microseconds pause{50};
   for (;;) {
     {
@@ -451,6 +454,11 @@ int launch(CollRequest* r, MPI_Request* out) {
   r->extra = extra;
   extra->handle = h;
   r->machine = std::make_unique<Machine>(*r->sched, *r->ctx->levels, r->b, true);
+  if (diag::trace::g_on) {  // HIER_TRACE: an async slice from here to retire()
+    r->trace_id = diag::trace::note_run(r->sched->name.c_str());
+    r->trace_fn = diag::trace::async_begin(r->trace_id);
+    r->machine->trace_as(r->trace_id, true);
+  }
   r->t_start = now();
   g_stats[static_cast<size_t>(r->coll)].requests.fetch_add(1, std::memory_order_relaxed);
   {

@@ -60,6 +60,8 @@ struct CollRequest {
   std::vector<MPI_Datatype> dups;  // derived datatypes held until completion
   MPI_Op held_op = MPI_OP_NULL;    // the user-defined op b.op, referenced until completion (hold_op)
   double t_start = 0;
+  uint64_t trace_id = 0;  // HIER_TRACE: this start's async slice (0: none)
+  int trace_fn = -1;      // the call that started it (-1: MPI_Start)
   struct Persistent* owner = nullptr;  // a persistent collective's: kept between starts
 };
 

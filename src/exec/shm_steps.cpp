@@ -79,6 +79,7 @@ int64_t rounds_for(int64_t most, int64_t m) { return std::max<int64_t>(1, (most 
 // read.
 class Rounds : public shm::Step {
  public:
+  bool is_single_copy() const { return single_copy(); }  // (shm_single_copy)
   Rounds(shm::Segment& seg, Kind kind, int64_t n)
       : Step(seg), kind_(kind), n_(static_cast<uint64_t>(n)), first_(seg.take_rounds(static_cast<uint64_t>(n))),
         me_(seg.me()), p_(seg.members()) {}
@@ -156,7 +157,7 @@ class ReduceScatter final : public Rounds {
     char* acc = a_.dst + static_cast<int64_t>(r) * m_ * u_.ext;
     int rc = u_.copy(piece(me_, r), acc, n);
     for (int k = 1; k < p_ && rc == MPI_SUCCESS; ++k)
-      rc = PMPI_Reduce_local(slot((me_ - k + p_) % p_, round) + me_ * pb_ - u_.lb, acc, static_cast<int>(n),
+      rc = reduce_local(slot((me_ - k + p_) % p_, round) + me_ * pb_ - u_.lb, acc, static_cast<int>(n),
                              u_.t->type, a_.op);
     return rc;
   }
@@ -227,7 +228,7 @@ class ReduceScatterSingle final : public Rounds {
         if (!shm::cma_read(seg_.pid(j), published(slot(j, round)) + at + u_.lb, tmp.data(), static_cast<size_t>(u_.span(k))))
           rc = MPI_ERR_OTHER;
         else
-          rc = PMPI_Reduce_local(tmp.data() - u_.lb, acc, static_cast<int>(k), u_.t->type, a_.op);
+          rc = reduce_local(tmp.data() - u_.lb, acc, static_cast<int>(k), u_.t->type, a_.op);
       }
     }
     return rc;
@@ -403,7 +404,7 @@ class ReduceSingle final : public Rounds {
           if (!shm::cma_read(seg_.pid(j), published(slot(j, round)) + at, tmp.data(), bytes)) rc = MPI_ERR_OTHER;
           x = tmp.data();
         }
-        if (rc == MPI_SUCCESS) rc = PMPI_Reduce_local(x, acc, static_cast<int>(k), u_.t->type, a_.op);
+        if (rc == MPI_SUCCESS) rc = reduce_local(x, acc, static_cast<int>(k), u_.t->type, a_.op);
       }
       if (rc == MPI_SUCCESS && !root && !shm::cma_write(seg_.pid(a_.root), root_out + at, acc, bytes)) rc = MPI_ERR_OTHER;
     }
@@ -435,12 +436,12 @@ class Reduce final : public Rounds {
     int rc = MPI_SUCCESS;
     if (all_) {
       rc = u_.copy(in(0), acc, n);
-      for (int j = 1; j < p_ && rc == MPI_SUCCESS; ++j) rc = PMPI_Reduce_local(in(j), acc, n, u_.t->type, a_.op);
+      for (int j = 1; j < p_ && rc == MPI_SUCCESS; ++j) rc = reduce_local(in(j), acc, n, u_.t->type, a_.op);
       return rc;
     }
     rc = u_.copy(from(r), acc, n);
     for (int k = 1; k < p_ && rc == MPI_SUCCESS; ++k)
-      rc = PMPI_Reduce_local(in((a_.root - k + p_) % p_), acc, n, u_.t->type, a_.op);
+      rc = reduce_local(in((a_.root - k + p_) % p_), acc, n, u_.t->type, a_.op);
     return rc;
   }
   const ShmArgs a_;
@@ -534,6 +535,11 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
     case Kind::Barrier: return std::make_unique<Barrier>(seg);
     default: return nullptr;
   }
+}
+
+bool shm_single_copy(const shm::Step& st) {
+  const auto* r = dynamic_cast<const Rounds*>(&st);
+  return r && r->is_single_copy();
 }
 
 }  // namespace hier::exec

@@ -45,4 +45,8 @@ struct ShmArgs {
 // member declines alike and runs the step as messages instead.
 std::unique_ptr<shm::Step> shm_start(sched::Kind kind, shm::Segment& seg, const ShmArgs& a);
 
+// Whether a step shm_start made reads its peers' buffers directly (single copy) rather than
+// copying through the segment's slots (HIER_TRACE names the transport).
+bool shm_single_copy(const shm::Step& st);
+
 }  // namespace hier::exec

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "diag/trace.hpp"
+
 namespace hier::exec {
 
 struct TypeInfo {
@@ -22,6 +24,12 @@ struct TypeInfo {
 };
 
 TypeInfo type_info(MPI_Datatype t);
+
+// PMPI_Reduce_local, timed as a kernel under HIER_TRACE (diag::trace::Kernel: off, one flag test).
+inline int reduce_local(const void* in, void* inout, int n, MPI_Datatype t, MPI_Op op) {
+  diag::trace::Kernel k;
+  return PMPI_Reduce_local(in, inout, n, t, op);
+}
 
 // These never communicate (safe under MPI_THREAD_MULTIPLE): dense types are memcpy, others go
 // through libhier's datatype engine or PMPI_Pack / PMPI_Unpack, as dtype's planner prefers.

@@ -118,6 +118,8 @@ TEST(Config, PathTemplates) {
   EXPECT_EQ(ok({{"HIER_DEBUG_FILE", "log.%r"}}).debug_file, "log.%r");
   EXPECT_NE(bad("HIER_REPORT", "/tmp/r.%x").find("%x"), std::string::npos);
   bad("HIER_REPORT", "trailing%");
+  EXPECT_EQ(ok({{"HIER_TRACE", "t.%r.json"}}).trace, "t.%r.json");
+  EXPECT_NE(bad("HIER_TRACE", "t.%q").find("%q"), std::string::npos);
   bad("HIER_DEBUG_FILE", "  ");
   EXPECT_EQ(hier::util::expand_path_template("a.%r.%%", 3), "a.3.%");
   EXPECT_EQ(hier::util::expand_path_template("a.%r", -1), "a.na");
