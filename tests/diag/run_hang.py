@@ -180,7 +180,10 @@ def main():
     if a.cluster:  # minicluster passes the caller's HIER_* variables to the ranks, LD_PRELOAD by --preload
         mc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "minicluster")
         cmd = ["/usr/bin/python3", mc, "--name", a.cluster, "run", "--mpi", a.mpi, "--np", str(NP),
-               "--timeout", "80", "--preload", preload, "--", a.exe, a.mode, sleep_s, go, wake]
+               "--timeout", "80", "--preload", preload]
+        if a.mpi == "mpich":  # UCX would also try the nodes' second interface (side0, hang.sh): unreachable
+            cmd += ["-X", "-genv UCX_NET_DEVICES eth0"]
+        cmd += ["--", a.exe, a.mode, sleep_s, go, wake]
         env.update({k: v for k, v in env_vars.items() if k != "LD_PRELOAD"})
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
