@@ -7,7 +7,8 @@
 #                               Reduce) or MOV (the others: data movement and the barrier)
 #   HIER_COLLS_<form>_<suite>_ANY   those with a schedule on any shape (AnyShape not empty)
 #   HIER_COLLS_<form>_<suite>_CART  those with cartesian schedules only (flat on uneven shapes)
-# (the columns after AnyShape are read by none of them: a new one there needs no change here)
+# (the columns after AnyShape are read by none of them: a new one there, of lowercase names or
+# digits, needs no change here)
 set(_hier_colls_def ${CMAKE_SOURCE_DIR}/src/config/collectives.def)
 set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_hier_colls_def})
 
@@ -22,7 +23,7 @@ macro(hier_collectives)
     endforeach()
   endforeach()
   foreach(_row IN LISTS _rows)
-    if(NOT _row MATCHES "^HIER_COLL\\(([A-Za-z]+), *([a-z_]+), *([A-Za-z_]+), *([A-Za-z_]+), *([A-Za-z_]+), *[0-9], *[0-9], *[A-Za-z]+, *([A-Za-z]+), *\\(([A-Za-z, ]*)\\), *\\(([A-Za-z, ]*)\\), *[a-z_]+(, *[a-z_]+)*\\)$")
+    if(NOT _row MATCHES "^HIER_COLL\\(([A-Za-z]+), *([a-z_]+), *([A-Za-z_]+), *([A-Za-z_]+), *([A-Za-z_]+), *[0-9], *[0-9], *[A-Za-z]+, *([A-Za-z]+), *\\(([A-Za-z, ]*)\\), *\\(([A-Za-z, ]*)\\), *[a-z_]+(, *[a-z_0-9]+)*\\)$")
       message(FATAL_ERROR "cmake/HierCollectives.cmake: a row of collectives.def it cannot read: ${_row}")
     endif()
     # (saved first: the next if(MATCHES) resets CMAKE_MATCH_<n>)

@@ -272,6 +272,17 @@ const VarSpec kVars[] = {
   {"HIER_WATCHDOG", "0", "0 (off) or a number of seconds from 0.1 to 1e7",
    "Seconds a collective (blocking, or a nonblocking or persistent one waited for) may wait before one hang report names the ranks missing from it and where they are (docs/diagnostics.md). Must be the same on every rank.",
    apply_watchdog, true},
+  {"HIER_WATCHDOG_IF", "", "empty (auto), or the name of a network interface (at most 15 characters)",
+   "The interface whose IPv4 addresses the watchdog's side channel listens on (docs/diagnostics.md); empty: the interfaces whose subnets hold the other nodes' addresses (else the one the kernel routes to them), loopback only when every rank is on one host.",
+   [](const std::string& v, Config& c) {
+     const std::string s = trim(v);
+     if (s.size() > 15) return std::string("longer than an interface name (15 characters)");
+     for (const char ch : s)
+       if (ch == '/' || ch == ':' || std::isspace(static_cast<unsigned char>(ch)) || !std::isprint(static_cast<unsigned char>(ch)))
+         return std::string("not an interface name");
+     c.watchdog_if = s;
+     return std::string();
+   }},  // a local choice: interface names differ between nodes
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
    [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); },

@@ -13,10 +13,12 @@ namespace hier::core {
 struct CollRow {
   config::Coll coll;
   Fn blocking, nonblocking, persistent;
+  bool device;  // the Device column: its schedules run on device buffers too
 };
 inline constexpr CollRow kColls[] = {
-#define HIER_COLL(name, key, blocking, nonblocking, persistent, ...) \
-  {config::Coll::name, Fn::blocking, Fn::nonblocking, Fn::persistent},
+#define HIER_COLL(name, key, blocking, nonblocking, persistent, pipelined, quantized, flat, op, cartesian, any, buffers, \
+                  builder, quant, device)                                                                         \
+  {config::Coll::name, Fn::blocking, Fn::nonblocking, Fn::persistent, device != 0},
 #include "config/collectives.def"
 };
 static_assert(std::size(kColls) == static_cast<size_t>(config::Coll::Count));

@@ -125,13 +125,13 @@ Outcome forwarded_nonblocking(Fwd& fwd, Tuple t, std::index_sequence<I...>) {
 }
 
 // The collectives whose schedules run on device buffers (exec/device_steps.hpp), blocking and
-// nonblocking; on a device_hier communicator the others go to the GPU-aware MPI on every rank.
+// nonblocking: collectives.def's Device column; on a device_hier communicator the others go to
+// the GPU-aware MPI on every rank.
 template <Fn B>
 constexpr bool kReductions = B == Fn::Allreduce || B == Fn::Reduce || B == Fn::Reduce_scatter_block ||
                              B == Fn::Reduce_scatter;
 template <Fn B>
-constexpr bool kDeviceSchedules = kReductions<B> || B == Fn::Allgather || B == Fn::Allgatherv || B == Fn::Bcast ||
-                                  B == Fn::Alltoall || B == Fn::Gather || B == Fn::Scatter;
+constexpr bool kDeviceSchedules = coll_row(B) >= 0 && kColls[coll_row(B)].blocking == B && kColls[coll_row(B)].device;
 
 // Persistent collectives on a device_hier communicator: the request keeps its binding for every
 // MPI_Start. Every collective with device schedules runs libhier's schedule, decided from the

@@ -36,13 +36,20 @@ void init(const config::Config& cfg, int rank) {
   g_level = cfg.debug;
   if (!cfg.debug_file.empty() && !g_out) {
     const std::string path = util::expand_path_template(cfg.debug_file, rank);
-    // Not through a symlink planted at the path (a shared directory): O_NOFOLLOW, mode 0600.
-    const int fd = util::open_append_nofollow(path);
+    // Never a file planted at the path (a shared directory): a new one of this user's, or an
+    // existing regular file of this user's (util/files.hpp).
+    std::string err;
+    const int fd = util::open_append_owned(path, err);
     g_out = fd >= 0 ? fdopen(fd, "a") : nullptr;
-    if (fd >= 0 && !g_out) close(fd);
+    if (fd >= 0 && !g_out) {
+      err = std::strerror(errno);
+      close(fd);
+    }
     if (!g_out)
-      std::fprintf(stderr, "libhier: WARN: HIER_DEBUG_FILE: cannot open '%s' (%s); logging to stderr\n", path.c_str(),
-                   std::strerror(errno));
+      std::fprintf(stderr,
+                   "libhier: WARN: HIER_DEBUG_FILE: cannot open '%s' (%s): only a new file or a regular file of "
+                   "this user's; logging to stderr\n",
+                   path.c_str(), err.c_str());
   }
 }
 

@@ -21,6 +21,7 @@
 #include <deque>
 #include <vector>
 
+#include "config/config.hpp"
 #include "diag/log.hpp"
 #include "util/sha256.hpp"
 
@@ -29,17 +30,26 @@ namespace hier::diag::channel {
 namespace {
 
 constexpr int kMaxAddrs = 4;
+constexpr int kMaxCandidates = 8;
 constexpr int kConnectMs = 1000, kAnswerMs = 2500, kServeMs = 2000;
 
-// One rank's entry of the allgathered table (plain bytes: same layout on every rank of one build).
+// One rank's entry of the first allgather (plain bytes: same layout on every rank of one build):
+// who it is and every IPv4 address it has, from which each rank chooses where it listens.
 struct Peer {
-  uint32_t ip[kMaxAddrs];      // network order; 0 = none
+  uint32_t ip[kMaxAddrs];      // where it listens (network order; 0 = none): the second allgather
   uint16_t port[kMaxAddrs];
   int32_t pid;
   char host[64];
   char boot_id[40];            // /proc/sys/kernel/random/boot_id: which kernel
   uint64_t netns;              // inode of /proc/self/ns/net: which network namespace on it
+  uint32_t have[kMaxCandidates];  // its up, non-loopback IPv4 addresses (0 = none)
   uint8_t secret_part[32];     // this rank's share of the job's secret
+};
+
+// The second allgather: the addresses and ports each rank listens on.
+struct Bound {
+  uint32_t ip[kMaxAddrs];
+  uint16_t port[kMaxAddrs];
 };
 
 struct Channel {
@@ -87,20 +97,40 @@ bool split_verified(const std::string& line, std::string& text) {
   return util::equal_constant_time(want.data(), line.data() + t + 1, 64);
 }
 
-std::vector<uint32_t> local_ipv4() {
-  std::vector<uint32_t> v;
+std::vector<Iface> local_ifaces() {
+  std::vector<Iface> v;
   ifaddrs* ifa = nullptr;
   if (getifaddrs(&ifa) == 0) {
     for (ifaddrs* i = ifa; i; i = i->ifa_next) {
-      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-        continue;
-      v.push_back(reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr);
+      if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
+      Iface f;
+      f.name = i->ifa_name ? i->ifa_name : "";
+      f.addr = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr;
+      f.mask = i->ifa_netmask ? reinterpret_cast<sockaddr_in*>(i->ifa_netmask)->sin_addr.s_addr : 0xffffffffu;
+      f.loopback = (i->ifa_flags & IFF_LOOPBACK) != 0;
+      v.push_back(f);
     }
     freeifaddrs(ifa);
   }
-  if (v.size() > kMaxAddrs - 1) v.resize(kMaxAddrs - 1);
-  v.push_back(htonl(INADDR_LOOPBACK));  // last: for peers on this host only
   return v;
+}
+
+// The local address the kernel would send from to `to` (a UDP socket's connect sends nothing);
+// 0 when there is no route.
+uint32_t route_source(uint32_t to) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(9);
+  sa.sin_addr.s_addr = to;
+  socklen_t len = sizeof sa;
+  uint32_t from = 0;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
+    from = sa.sin_addr.s_addr;
+  close(fd);
+  return from;
 }
 
 int listen_on(uint32_t ip, uint16_t& port) {
@@ -163,23 +193,35 @@ bool send_all(int fd, const std::string& s, int ms) {
 struct Conn {
   int fd;
   uint64_t deadline_ms;
+  std::string challenge;  // the nonce this connection's query must carry (hex)
   std::string buf;
 };
 
-// The query line's fields: Q from to to_pid nonce key seq brief, then the mac (tab-separated).
-std::string serve_line(const std::string& line) {
+// The challenge a connection gets on accept: "C\t<32 hex digits>\n", fresh random bytes.
+bool make_challenge(std::string& hex) {
+  uint8_t nb[16];
+  if (!random_bytes(nb, sizeof nb)) return false;
+  hex = util::to_hex(nb, sizeof nb);
+  return true;
+}
+
+// The query line's fields: Q from to to_pid nonce challenge key seq brief, then the mac
+// (tab-separated). `challenge`: the one this connection was sent.
+std::string serve_line(const std::string& line, const std::string& challenge) {
   std::string text;
   if (!split_verified(line, text)) return {};
   int from = -1, to = -1, brief = 0;
   long to_pid = 0;
-  char nonce[33] = {};
+  char nonce[33] = {}, chal[33] = {};
   unsigned long long key = 0, seq = 0;
-  if (std::sscanf(text.c_str(), "Q\t%d\t%d\t%ld\t%32[0-9a-f]\t%llx\t%llu\t%d", &from, &to, &to_pid, nonce, &key, &seq,
-                  &brief) != 7)
+  if (std::sscanf(text.c_str(), "Q\t%d\t%d\t%ld\t%32[0-9a-f]\t%32[0-9a-f]\t%llx\t%llu\t%d", &from, &to, &to_pid, nonce,
+                  chal, &key, &seq, &brief) != 8)
     return {};
   // For this very process: a query captured on its way to another rank (or to a process that
-  // took over a dead rank's port) gets nothing here.
+  // took over a dead rank's port) gets nothing here; nor does one captured earlier and replayed
+  // (its MAC covers the challenge of the connection it was made for, not this one's).
   if (to != c->rank || to_pid != static_cast<long>(getpid()) || from < 0 || from >= c->size) return {};
+  if (challenge.size() != 32 || !util::equal_constant_time(challenge.data(), chal, 32)) return {};
   Query q;
   q.from = from;
   q.key = key;
@@ -226,7 +268,7 @@ void serve_loop() {
         if (nl != std::string::npos && nl < kMaxQueryBytes) {
           std::string reply;
           try {
-            reply = serve_line(cn.buf.substr(0, nl));
+            reply = serve_line(cn.buf.substr(0, nl), cn.challenge);
           } catch (...) {  // nothing from outside may end the rank
             reply.clear();
           }
@@ -256,7 +298,14 @@ void serve_loop() {
           close(conns.front().fd);
           conns.pop_front();
         }
-        conns.push_back({fd, t + kServeMs, {}});
+        // The challenge goes out at once (a few bytes into an empty send buffer: never blocks).
+        std::string chal;
+        const std::string line = make_challenge(chal) ? "C\t" + chal + "\n" : std::string();
+        if (line.empty() || send(fd, line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(line.size())) {
+          close(fd);
+          continue;
+        }
+        conns.push_back({fd, t + kServeMs, chal, {}});
       }
     }
   }
@@ -333,26 +382,12 @@ bool open(int world_rank, int world_size, std::string& err) {
   c->rank = world_rank;
   c->size = world_size;
   Peer me{};
+  const std::vector<Iface> ifs = local_ifaces();
+  int n_have = 0;
+  for (const Iface& f : ifs)
+    if (!f.loopback && n_have < kMaxCandidates) me.have[n_have++] = f.addr;
   bool ok = random_bytes(me.secret_part, sizeof me.secret_part);
   if (!ok) err = "getrandom failed";
-  if (ok) {
-    const std::vector<uint32_t> ips = local_ipv4();
-    for (uint32_t ip : ips) {
-      uint16_t port = 0;
-      const int fd = listen_on(ip, port);
-      if (fd < 0) continue;
-      me.ip[c->n_listen] = ip;
-      me.port[c->n_listen] = port;
-      c->listen_fd[c->n_listen++] = fd;
-    }
-    ok = c->n_listen > 0 && pipe2(c->stop_pipe, O_CLOEXEC) == 0;
-    if (!ok) err = c->n_listen ? std::strerror(errno) : "no address to listen on";
-  }
-  if (!ok) {  // advertised as no address: the others see this rank as unreachable
-    for (int i = 0; i < c->n_listen; ++i) close(c->listen_fd[i]);
-    c->n_listen = 0;
-    std::memset(me.ip, 0, sizeof me.ip);
-  }
   me.pid = static_cast<int32_t>(getpid());
   read_identity(me);
   c->peers.resize(static_cast<size_t>(world_size));
@@ -363,7 +398,102 @@ bool open(int world_rank, int world_size, std::string& err) {
   const util::Digest d = util::sha256(all.data(), all.size());
   std::memcpy(c->secret, d.data(), sizeof c->secret);
   for (Peer& p : c->peers) std::memset(p.secret_part, 0, sizeof p.secret_part);  // not kept
+  // Where to listen: the addresses the job uses between this host and the others.
+  bool one_host = true;
+  std::vector<std::vector<uint32_t>> others;
+  for (const Peer& p : c->peers) {
+    if (same_host(p, me)) continue;
+    one_host = false;
+    std::vector<uint32_t> a;
+    for (uint32_t ip : p.have)
+      if (ip) a.push_back(ip);
+    others.push_back(std::move(a));
+  }
+  Bound b{};
+  if (ok) {
+    const std::vector<uint32_t> ips = choose_addresses(ifs, others, one_host, config::get().watchdog_if, route_source, err);
+    for (uint32_t ip : ips) {
+      if (c->n_listen == kMaxAddrs) break;
+      uint16_t port = 0;
+      const int fd = listen_on(ip, port);
+      if (fd < 0) continue;
+      b.ip[c->n_listen] = ip;
+      b.port[c->n_listen] = port;
+      c->listen_fd[c->n_listen++] = fd;
+    }
+    ok = c->n_listen > 0 && pipe2(c->stop_pipe, O_CLOEXEC) == 0;
+    if (!ok && err.empty()) err = c->n_listen ? std::strerror(errno) : "no address to listen on";
+  }
+  if (!ok) {  // advertised as no address: the others see this rank as unreachable
+    for (int i = 0; i < c->n_listen; ++i) close(c->listen_fd[i]);
+    c->n_listen = 0;
+    b = Bound{};
+  }
+  std::vector<Bound> bound(static_cast<size_t>(world_size));
+  PMPI_Allgather(&b, sizeof b, MPI_BYTE, bound.data(), sizeof b, MPI_BYTE, MPI_COMM_WORLD);
+  for (size_t r = 0; r < bound.size(); ++r) {
+    std::memcpy(c->peers[r].ip, bound[r].ip, sizeof bound[r].ip);
+    std::memcpy(c->peers[r].port, bound[r].port, sizeof bound[r].port);
+  }
   return ok;
+}
+
+std::vector<uint32_t> choose_addresses(const std::vector<Iface>& mine, const std::vector<std::vector<uint32_t>>& others,
+                                       bool one_host, const std::string& named,
+                                       const std::function<uint32_t(uint32_t)>& route, std::string& err) {
+  std::vector<uint32_t> out;
+  auto add = [&](uint32_t ip) {
+    if (ip && std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
+  };
+  if (!named.empty()) {
+    std::string names;
+    for (const Iface& f : mine) {
+      if (f.name == named) add(f.addr);
+      if (names.find(" " + f.name + ",") == std::string::npos) names += " " + f.name + ",";
+    }
+    if (out.empty()) {
+      if (!names.empty()) names.pop_back();
+      err = "HIER_WATCHDOG_IF=" + named + ": no interface of that name with an IPv4 address on this host (its interfaces:" +
+            (names.empty() ? std::string(" none") : names) + ")";
+    }
+    return out;
+  }
+  if (one_host) {
+    for (const Iface& f : mine)
+      if (f.loopback) add(f.addr);
+    if (out.empty()) add(htonl(INADDR_LOOPBACK));
+    return out;
+  }
+  // Each interface's reach: how many ranks on other hosts have an address in its subnet that is
+  // not also one of this host's own (the same 172.17.0.1 of a container bridge on every node
+  // connects nothing).
+  auto is_mine = [&](uint32_t ip) {
+    return std::any_of(mine.begin(), mine.end(), [&](const Iface& f) { return f.addr == ip; });
+  };
+  std::vector<size_t> reach(mine.size(), 0);
+  size_t best = 0;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const Iface& f = mine[i];
+    if (f.loopback) continue;
+    for (const std::vector<uint32_t>& o : others)
+      if (std::any_of(o.begin(), o.end(), [&](uint32_t ip) { return (ip & f.mask) == (f.addr & f.mask) && !is_mine(ip); }))
+        ++reach[i];
+    best = std::max(best, reach[i]);
+  }
+  if (best > 0) {
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (reach[i] == best) add(mine[i].addr);
+    return out;
+  }
+  // No subnet holds the other nodes (a routed network): the address the kernel sends from to them.
+  for (const std::vector<uint32_t>& o : others)
+    for (uint32_t ip : o) {
+      if (is_mine(ip)) continue;
+      const uint32_t from = route ? route(ip) : 0;
+      if (from && from != htonl(INADDR_LOOPBACK) && is_mine(from)) add(from);
+    }
+  if (out.empty()) err = "no interface of this host reaches the other nodes' addresses";
+  return out;
 }
 
 bool start_server(std::function<std::string(const Query&)> answer) {
@@ -389,14 +519,16 @@ Reach ask(int to, const Query& q, std::string& body) {
   const Peer& p = c->peers[static_cast<size_t>(to)];
   const Peer& me = c->peers[static_cast<size_t>(c->rank)];
   const bool local = same_host(p, me);
-  uint8_t nb[16];
-  if (!random_bytes(nb, sizeof nb)) return Reach::Unreachable;
-  const std::string nonce = util::to_hex(nb, sizeof nb);
-  char head[160];
-  std::snprintf(head, sizeof head, "Q\t%d\t%d\t%ld\t%s\t%llx\t%llu\t%d", c->rank, to, static_cast<long>(p.pid),
-                nonce.c_str(), static_cast<unsigned long long>(q.key), static_cast<unsigned long long>(q.seq),
-                q.brief ? 1 : 0);
-  const std::string query = std::string(head) + "\t" + mac_hex(head) + "\n";
+  std::string nonce;
+  if (!make_challenge(nonce)) return Reach::Unreachable;
+  // The query for one connection: its MAC covers the challenge that connection was sent.
+  auto query_for = [&](const std::string& chal) {
+    char head[200];
+    std::snprintf(head, sizeof head, "Q\t%d\t%d\t%ld\t%s\t%s\t%llx\t%llu\t%d", c->rank, to, static_cast<long>(p.pid),
+                  nonce.c_str(), chal.c_str(), static_cast<unsigned long long>(q.key),
+                  static_cast<unsigned long long>(q.seq), q.brief ? 1 : 0);
+    return std::string(head) + "\t" + mac_hex(head) + "\n";
+  };
   Reach result = Reach::Unreachable;
   bool refused_all = true, tried = false;
   // Same host: loopback first (the peer listens there too); another host: never loopback, which
@@ -413,8 +545,16 @@ Reach ask(int to, const Query& q, std::string& body) {
     if (cr == 1) continue;
     refused_all = false;
     if (cr != 0) continue;
+    // The server's challenge first, then the query that answers it.
     std::string line;
-    const int rr = send_all(fd, query, kConnectMs) ? read_line(fd, line, kAnswerMs) : 2;
+    int rr = read_line(fd, line, kAnswerMs);
+    if (rr == 0) {
+      if (line.size() == 34 && line.compare(0, 2, "C\t") == 0 &&
+          line.find_first_not_of("0123456789abcdef", 2) == std::string::npos)
+        rr = send_all(fd, query_for(line.substr(2)), kConnectMs) ? read_line(fd, line, kAnswerMs) : 2;
+      else
+        rr = 2;
+    }
     close(fd);
     if (rr == 1) return Reach::NoAnswer;  // accepted and silent: stopped (another address would cost the same)
     std::string text;

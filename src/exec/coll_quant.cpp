@@ -15,7 +15,6 @@
 // gives it a NaN scale (quant/format.hpp): the whole block becomes NaN on every rank.
 #include "exec/coll_quant.hpp"
 
-#include <climits>
 #include <numeric>
 #include <vector>
 
@@ -30,8 +29,6 @@ namespace hier::exec {
 namespace {
 
 using config::Coll;
-
-int64_t qbytes(int64_t n, int bits) { return quant::quantized_bytes(n, kb(), bits); }
 
 sched::Key quant_key(Coll c, const Prepared& p, bool in_place, int64_t n, const TypeInfo& t, int bits) {
   sched::Key key{static_cast<uint8_t>(c), p.plan.algo, in_place, false, -1, n, {}, p.plan.quant_chunks};
@@ -108,8 +105,8 @@ std::optional<Ran> quant_allreduce(Prepared& p, const void* sendbuf, void* recvb
   const topo::Levels& lv = *p.ctx->levels;
   const int bits = planned_bits(p.plan, lv);
   if (!bits) return std::nullopt;
-  // Byte counts of the level collectives are ints: the whole records of the call must fit.
-  if (qbytes(count, bits) > INT_MAX / 2) return std::nullopt;
+  // (The byte counts of the level collectives fit their ints: the planner quantizes no call
+  // whose records would not, model::quant_too_large.)
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int64_t nbytes = int64_t{count} * t.size;
   const sched::QuantParams qp = params(p, bits, false);
@@ -152,10 +149,8 @@ std::optional<Ran> quant_reduce_scatter(Prepared& p, Coll coll, const void* send
   if (total <= 0) return std::nullopt;
   const int bits = planned_bits(p.plan, lv);
   if (!bits) return std::nullopt;
-  // Every byte count of the level collectives is an int.
-  int64_t rec_total = 0;
-  for (int64_t n : counts) rec_total += qbytes(n, bits);
-  if (rec_total > INT_MAX / 2 || total * t.size > INT_MAX) return std::nullopt;
+  // (Every byte count of the level collectives is an int: the planner bounds the records of
+  // any counts of this size, model::quant_too_large.)
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const bool block = coll == Coll::ReduceScatterBlock;
   sched::Key key = quant_key(coll, p, in_place, block ? counts[0] : total, t, bits);
@@ -199,14 +194,13 @@ std::optional<Ran> quant_allgather(Prepared& p, const void* sendbuf, int sendcou
   // agree on (the decision, the key, the communication steps) reads the signature only, c values
   // of its element type per rank; a rank whose own layout is not dense packs (LoadBlock) and
   // unpacks (StoreBlock) its part through the datatype engine.
-  const MPI_Datatype elem = dtype::signature_elem(rt.type);
-  if (!quant_elem(elem)) return std::nullopt;
-  const TypeInfo et = type_info(elem);
-  const int64_t c = int64_t{recvcount} * rt.size / et.size;
-  if (c > INT_MAX) return std::nullopt;
+  // The plan quantizes only float, double and float16 signatures (model::Call::quantizable:
+  // quant_elem) whose records fit the level collectives' ints (model::quant_too_large).
   const int bits = planned_bits(p.plan, lv);
   if (!bits) return std::nullopt;
-  if (int64_t{lv.size} * qbytes(c, bits) > INT_MAX / 2) return std::nullopt;
+  const MPI_Datatype elem = dtype::signature_elem(rt.type);
+  const TypeInfo et = type_info(elem);
+  const int64_t c = int64_t{recvcount} * rt.size / et.size;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const int64_t mybytes = c * et.size, allbytes = mybytes * lv.size;
   char* recv = static_cast<char*>(recvbuf);

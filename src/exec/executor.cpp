@@ -1,17 +1,20 @@
 #include "exec/executor.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <vector>
 
 #include <cmath>
 
+#include "config/config.hpp"
 #include "exec/device_stage.hpp"
 #include "exec/direct.hpp"
 #include "exec/shm_steps.hpp"
 #include "exec/typed.hpp"
+#include "model/cost.hpp"
+#include "model/load.hpp"
 #include "quant/quant.hpp"
-#include "sched/transport.hpp"
 #include "shm/wait.hpp"
 #include "util/inject.hpp"
 
@@ -37,9 +40,11 @@ MPI_Comm comm_of(const sched::CommRef& c, const topo::Levels& lv) {
 
 MPI_Comm level_comm(const sched::CommRef& c, const topo::Levels& lv) { return comm_of(c, lv); }
 
-int route_shm(sched::Schedule& s, const topo::Levels& lv) {
-  if (lv.segments.empty()) return 0;
-  return sched::route_shm(s, lv.shape, [&lv](const sched::CommRef& c) { return lv.segment(comm_of(c, lv)) != nullptr; });
+int route_shm(sched::Schedule& s, const topo::Levels& lv, int64_t elem_size) {
+  model::route_inside_nodes(s, lv.shape, lv.rank, model::process().model, std::max<int64_t>(elem_size, 1),
+                            config::get().shm_cma);
+  return static_cast<int>(std::count_if(s.steps.begin(), s.steps.end(),
+                                        [](const sched::Step& st) { return st.via == sched::Via::Shm; }));
 }
 
 Machine::Machine(const sched::Schedule& s, const topo::Levels& lv, const Binding& b, bool nonblocking)
@@ -282,20 +287,26 @@ int Machine::issue_at(const sched::Step& s, Pending* pd, char* src_at, char* dst
   int* cnt = counts.data();
   int* dsp = displs.data();
   via_ = dev ? diag::trace::Transport::DeviceMessages : diag::trace::Transport::Messages;
-  // Through the communicator's shared segment (the plan marked the step; exec/shm_steps.hpp),
-  // unless the transport declines these inputs, as it does on every member alike.
-  if (s.via == sched::Via::Shm && !dev)  // (never so marked in a device_hier context)
-    if (shm::Segment* seg = lv_.segment(c)) {
-      ShmArgs a{s.in_place ? nullptr : src_at, dst_at, s.in_place, s.count, s.root, s.counts, s.displs, info, op};
-      if (std::unique_ptr<shm::Step> st = shm_start(s.kind, *seg, a)) {
-        via_ = shm_single_copy(*st) ? diag::trace::Transport::ShmSingleCopy : diag::trace::Transport::ShmCopyIn;
-        if (!pd) return shm::finish(*st);
-        pd->reqs.clear();
-        pd->shm = std::move(st);
-        shm::advance(*pd->shm);  // its first round, where the peers allow
-        return MPI_SUCCESS;
-      }
+  // Through the communicator's shared segment, in the form the plan chose (exec/shm_steps.hpp).
+  // Where it cannot (no segment on this communicator, the transport declines these inputs: the
+  // same on every member), the step runs as messages, counted in the report.
+  if (s.via == sched::Via::Shm && !dev) {  // (never so marked in a device_hier context)
+    shm::Segment* seg = lv_.segment(c);
+    std::unique_ptr<shm::Step> st;
+    if (seg) {
+      ShmArgs a{s.in_place ? nullptr : src_at, dst_at, s.in_place, s.count, s.root, s.counts, s.displs, info, op, s.single};
+      st = shm_start(s.kind, *seg, a);
     }
+    if (st) {
+      via_ = shm_single_copy(*st) ? diag::trace::Transport::ShmSingleCopy : diag::trace::Transport::ShmCopyIn;
+      if (!pd) return shm::finish(*st);
+      pd->reqs.clear();
+      pd->shm = std::move(st);
+      shm::advance(*pd->shm);  // its first round, where the peers allow
+      return MPI_SUCCESS;
+    }
+    note_shm_fallback(seg ? ShmFallback::Declined : ShmFallback::NoSegment);
+  }
   switch (s.kind) {
     case Kind::ReduceScatter: {
       // (libhier's own exchange as sched::direct_reduce_scatter decided; a run without buffers

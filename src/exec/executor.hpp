@@ -55,10 +55,11 @@ struct Binding {
   ScratchSet* stage_tmp = nullptr;
 };
 
-// Marks Via::Shm the steps of `s` on the level communicators inside a node that have a
-// shared-memory segment (HIER_SHM; sched::route_shm, the rule the planner costs), the same on
-// every rank. Returns how many.
-int route_shm(sched::Schedule& s, const topo::Levels& lv);
+// Routes `s` as the plan does (model::route_inside_nodes: Via::Shm and each step's single copy
+// or copy-in, for this rank, HIER_SHM_CMA and the process's model; `elem_size`: the call's),
+// the same on every rank. A step on a communicator without a segment then runs as messages,
+// counted in the report's shm section (fallback_no_segment). Returns how many steps it marked.
+int route_shm(sched::Schedule& s, const topo::Levels& lv, int64_t elem_size);
 
 // Reserves in `tmp` what run() will take from it for `s` (null: run() gets no tmp), so that a
 // run never allocates once the ranks depend on each other. `info`: the element type (element

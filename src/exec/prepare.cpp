@@ -102,7 +102,7 @@ std::optional<Prepared> prepare(config::Coll coll, int64_t bytes, MPI_Comm comm,
     HIER_TRACE("sched", "%s %lld bytes: %s", config::coll_key(coll), static_cast<long long>(bytes),
                model::describe(it->second).c_str());
   }
-  Prepared p{ctx, it->second};
+  Prepared p{ctx, it->second, elem_size};
   count_plan(coll, p.plan);
   if (diag::trace::g_on) {  // HIER_TRACE: the call's slice carries the plan
     const model::Plan& pl = p.plan;
@@ -140,11 +140,12 @@ std::shared_ptr<const sched::Schedule> schedule(Prepared& p, const sched::Key& c
           sched::Schedule built = build(v);
           built.direct_rs_from = p.plan.direct_rs_from;
           built.padded_agv_from = p.plan.padded_agv_from;
-          // (HIER_SHM: the plan's transport for this schedule, exact or quantized; steps go
-          // through a segment only where every member could map one)
+          // (HIER_SHM: the plan's transport for this schedule, exact or quantized, and each
+          // step's single copy or copy-in, as the plan costed them; where a communicator has
+          // no segment the executor falls back to messages and counts it)
           // (never on a device_hier communicator: a rank may bind device buffers, which the
           // segments' host copies must not touch; the context is the same on every rank)
-          if (key.shm && !p.ctx->device_hier) route_shm(built, *p.ctx->levels);
+          if (key.shm && !p.ctx->device_hier) route_shm(built, *p.ctx->levels, p.elem_size);
           e.variant[v] = std::make_shared<const sched::Schedule>(std::move(built));
         }
       failed = 1 + static_cast<int>(Acquire::Scratch);

@@ -18,6 +18,7 @@ namespace hier::exec {
 struct Prepared {
   Context* ctx = nullptr;
   model::Plan plan;
+  int64_t elem_size = 1;  // the call's (model::Call::elem_size): the plan's unit for its shm steps
 };
 
 // The cheap first test, before any type decoding or communicator lookup (this runs on every

@@ -4,13 +4,9 @@
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "base/hooks.hpp"
-#include "config/config.hpp"
-#include "model/cost.hpp"
-#include "model/load.hpp"
 #include "shm/cma.hpp"
 #include "shm/wait.hpp"
 
@@ -23,7 +19,11 @@ using sched::Kind;
 constexpr size_t kKinds = static_cast<size_t>(Kind::DequantizeReduce) + 1;
 std::array<std::atomic<uint64_t>, kKinds> g_steps{}, g_single{};
 std::atomic<uint64_t> g_rounds{0};
-std::atomic<uint64_t> g_refused{0};  // steps that would have gone single copy but for the kernel
+std::atomic<uint64_t> g_refused{0};  // single-copy steps run copy-in: the kernel refused it on the segment
+std::atomic<uint64_t> g_not_dense{0};  // single-copy reduce steps run copy-in: a type with gaps
+// Steps the plan routed through a segment that ran as messages: no segment on the communicator,
+// or the transport declined the inputs (exec/executor.cpp: note_shm_fallback).
+std::atomic<uint64_t> g_no_segment{0}, g_declined{0};
 
 std::string report() {
   nlohmann::json j = nlohmann::json::object();
@@ -36,15 +36,22 @@ std::string report() {
     if (const uint64_t n = g_single[k].load()) single[sched::to_string(static_cast<Kind>(k))] = n;
   j["single_copy"] = single;
   if (const uint64_t n = g_refused.load()) j["single_copy_refused"] = n;
+  if (const uint64_t n = g_not_dense.load()) j["single_copy_not_dense"] = n;
+  if (const uint64_t n = g_no_segment.load()) j["fallback_no_segment"] = n;
+  if (const uint64_t n = g_declined.load()) j["fallback_declined"] = n;
   const shm::WaitCounts w = shm::wait_counts();
   j["waiting"] = {{"spins", w.spins}, {"yields", w.yields}, {"naps", w.naps}};
   j["rounds"] = g_rounds.load();
   return j.dump();
 }
 
-void count(Kind k, uint64_t rounds, bool single) {
+void register_report() {
   static const bool registered = (base::add_report_section("shm", report), true);
   (void)registered;
+}
+
+void count(Kind k, uint64_t rounds, bool single) {
+  register_report();
   g_steps[static_cast<size_t>(k)].fetch_add(1, std::memory_order_relaxed);
   g_rounds.fetch_add(rounds, std::memory_order_relaxed);
   if (single) g_single[static_cast<size_t>(k)].fetch_add(1, std::memory_order_relaxed);
@@ -455,26 +462,11 @@ class Barrier final : public Rounds {
   explicit Barrier(shm::Segment& seg) : Rounds(seg, Kind::Barrier, 1) {}
 };
 
-// Whether a reduce-scatter, allgather(v), bcast or reduce step runs single copy: where every member can
-// (Segment::cma()) and HIER_SHM_CMA says so: on, wherever the step is large enough that its one
-// copy per byte saves more than the extra wait at its end costs (shm::single_copy_pays); auto,
-// where the model prices it below copy-in (model::shm_single_cheaper, from hier-tune's measured
-// rates). The same on every member: the segment's answer was agreed, the setting and the tune
-// file are, and the counts and type are the step's.
-bool single_copy(const shm::Segment& seg, Kind kind, const ShmArgs& a, const Units& u) {
-  const config::ShmCma mode = config::get().shm_cma;
-  if (mode == config::ShmCma::Off) return false;
-  const int64_t total = kind == Kind::Allgather                         ? a.count * seg.members()
-                        : kind == Kind::Bcast || kind == Kind::Reduce ? a.count
-                                                                        : std::accumulate(a.counts.begin(), a.counts.end(), int64_t{0});
-  if (!shm::single_copy_pays(u.span(total))) return false;
-  if (mode == config::ShmCma::Auto) {
-    sched::Step st;
-    st.kind = kind;
-    st.count = a.count;
-    st.counts = a.counts;
-    if (!model::shm_single_cheaper(st, seg.members(), u.t ? u.t->size : 1, model::process().model)) return false;
-  }
+// Whether a step the plan made single copy (ShmArgs::single_copy: Step::single, chosen by
+// model::shm_single) runs so: where every member can read the others' memory (Segment::cma(),
+// agreed when the segment was built: the same on every member); else copy-in, counted.
+bool single_copy(const shm::Segment& seg, const ShmArgs& a) {
+  if (!a.single_copy) return false;
   if (!seg.cma()) g_refused.fetch_add(1, std::memory_order_relaxed);
   return seg.cma();
 }
@@ -486,6 +478,21 @@ bool commutative(MPI_Op op) {
 }
 
 }  // namespace
+
+ShmCounts shm_counts() {
+  ShmCounts c;
+  for (size_t k = 0; k < kKinds; ++k) c.steps += g_steps[k].load(), c.single += g_single[k].load();
+  c.single_refused = g_refused.load();
+  c.not_dense = g_not_dense.load();
+  c.no_segment = g_no_segment.load();
+  c.declined = g_declined.load();
+  return c;
+}
+
+void note_shm_fallback(ShmFallback why) {
+  register_report();
+  (why == ShmFallback::NoSegment ? g_no_segment : g_declined).fetch_add(1, std::memory_order_relaxed);
+}
 
 std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs& a) {
   const int p = seg.members();
@@ -500,7 +507,7 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
       const int64_t m = u.fit(cap);
       if (m <= 0) return nullptr;
       const int64_t most = *std::max_element(a.counts.begin(), a.counts.end());
-      if (a.single_copy && single_copy(seg, kind, a, u)) return std::make_unique<ReduceScatterSingle>(seg, a);
+      if (single_copy(seg, a)) return std::make_unique<ReduceScatterSingle>(seg, a);
       if (a.in_place) return nullptr;  // the copy-in form reads src (no schedule asks in place)
       return std::make_unique<ReduceScatter>(seg, a, m, cap, rounds_for(most, m));
     }
@@ -516,7 +523,7 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
       const int64_t m = u.fit(half);
       if (m <= 0) return nullptr;
       const int64_t most = *std::max_element(v.counts.begin(), v.counts.end());
-      if (a.single_copy && single_copy(seg, kind, v, u)) return std::make_unique<AllgatherSingle>(seg, kind, v);
+      if (single_copy(seg, v)) return std::make_unique<AllgatherSingle>(seg, kind, v);
       return std::make_unique<Allgather>(seg, kind, v, m, rounds_for(most, m));
     }
     case Kind::Bcast:
@@ -524,8 +531,11 @@ std::unique_ptr<shm::Step> shm_start(Kind kind, shm::Segment& seg, const ShmArgs
     case Kind::Allreduce: {
       const int64_t m = u.fit(half);
       if (m <= 0) return nullptr;
-      // Single copy: bcast of any type, reduce of plain-byte elements (ReduceSingle says why).
-      if (a.single_copy && kind != Kind::Allreduce && (kind == Kind::Bcast || u.t->dense) && single_copy(seg, kind, a, u)) {
+      // Single copy: bcast of any type, reduce of plain-byte elements (ReduceSingle says why;
+      // a reduce of a type with gaps runs copy-in, counted).
+      if (a.single_copy && kind == Kind::Reduce && !u.t->dense) {
+        g_not_dense.fetch_add(1, std::memory_order_relaxed);
+      } else if (kind != Kind::Allreduce && single_copy(seg, a)) {
         if (kind == Kind::Bcast) return std::make_unique<BcastSingle>(seg, a);
         return std::make_unique<ReduceSingle>(seg, a);
       }

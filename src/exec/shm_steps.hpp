@@ -35,10 +35,24 @@ struct ShmArgs {
   std::vector<int64_t> counts, displs;  // ReduceScatter (counts), Allgatherv (both)
   const TypeInfo* info = nullptr;       // null: units are bytes; the caller's (a request's) until the step completes
   MPI_Op op = MPI_OP_NULL;
-  // false: never single copy (benchmarks compare the two forms); otherwise where it pays and is
-  // allowed (Segment::cma(), HIER_SHM_CMA)
-  bool single_copy = true;
+  // The step's form (sched::Step::single, the plan's choice: model::shm_single): single copy
+  // where the segment allows it (Segment::cma(); else copy-in, counted in the report), copy-in
+  // when false. Benchmarks and tests set it to compare the two forms.
+  bool single_copy = false;
 };
+
+// A step the plan routed through a segment that runs as messages instead: no segment on its
+// communicator, or shm_start declined its inputs. Counted in the report's shm section.
+enum class ShmFallback { NoSegment, Declined };
+void note_shm_fallback(ShmFallback why);
+
+// This process's counts of the report's shm section, summed over the kinds (for the tests).
+struct ShmCounts {
+  uint64_t steps = 0, single = 0;             // steps run through a segment; of which single copy
+  uint64_t single_refused = 0, not_dense = 0;  // single copy planned, run copy-in
+  uint64_t no_segment = 0, declined = 0;      // routed through a segment, run as messages
+};
+ShmCounts shm_counts();
 
 // Starts `kind` on `seg`; null when the transport declines these inputs (an operation that is
 // not commutative, an element larger than a slot): inputs equal on every member, so every

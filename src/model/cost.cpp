@@ -386,12 +386,12 @@ struct ShmCost {
 }  // namespace
 
 // A level step through the shared segment (Via::Shm; exec/shm_steps.hpp), one member's time:
-// single copy where the model prefers it (shm_single_cheaper, as the executor decides), else
-// copy-in.
+// the form the step carries (Step::single, the plan's choice: route_inside_nodes), single copy
+// costed as copy-in where no single-copy rate was measured.
 double shm_cost(const sched::Step& st, int members, int64_t ub, const Model& m, bool with_reduce) {
   const ShmCost k(st, members, ub, m, with_reduce);
-  const double single = k.single(st.kind, m.shm.round_ns), copyin = k.copyin(st.kind, m.shm.round_ns);
-  return single >= 0 && single < copyin ? single : copyin;
+  const double single = st.single ? k.single(st.kind, m.shm.round_ns) : -1;
+  return single >= 0 ? single : k.copyin(st.kind, m.shm.round_ns);
 }
 
 
@@ -551,6 +551,31 @@ double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shap
   return t;
 }
 
-void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape) { sched::route_shm(s, shape); }
+bool shm_single(const sched::Step& st, int members, int64_t ub, const Model& m, config::ShmCma cma) {
+  if (cma == config::ShmCma::Off) return false;
+  int64_t units = 0;
+  switch (st.kind) {
+    case Kind::ReduceScatter:
+    case Kind::Allgatherv:
+      for (int64_t x : st.counts) units += x;
+      break;
+    case Kind::Allgather: units = st.count * members; break;
+    case Kind::Bcast:
+    case Kind::Reduce: units = st.count; break;
+    default: return false;  // allreduce, barrier: copy-in only
+  }
+  if (!shm::single_copy_pays(units * ub)) return false;
+  return cma == config::ShmCma::On || shm_single_cheaper(st, members, ub, m);
+}
+
+void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape, int rank, const Model& m, int64_t ub,
+                        config::ShmCma cma) {
+  sched::route_shm(s, shape, [&](const sched::CommRef& c) { return member_count(c, rank, shape) >= 2; });
+  for (sched::Step& st : s.steps) {
+    if (st.via != sched::Via::Shm) continue;
+    const int members = st.counts.empty() ? member_count(st.comm, rank, shape) : static_cast<int>(st.counts.size());
+    st.single = shm_single(st, members, st.bytes || s.unit == sched::Unit::Bytes ? 1 : ub, m, cma);
+  }
+}
 
 }  // namespace hier::model

@@ -110,17 +110,25 @@ double flat_algo_cost(config::Coll coll, int64_t bytes, int nodes, int ranks_per
 double cost(const std::vector<sched::Schedule>& node, int rank, const topo::Shape& shape, const Model& m,
             int64_t unit_bytes);
 
-// HIER_SHM as the planner assumes it: the level steps the transport runs on the communicators
-// inside a node (sched::route_shm's rule: the node, and every cartesian step level but the
-// outermost) marked Via::Shm. (At run time, exec::route_shm marks the same, where the members
-// could map a segment.)
-void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape);
+// HIER_SHM as the plan decides it, for `rank`'s schedule: the level steps the transport runs on
+// the communicators inside a node (sched::route_shm's rule: the node, and every cartesian step
+// level but the outermost) of 2 members or more marked Via::Shm, and each marked step's form
+// (Step::single) chosen by shm_single. The executor routes the schedules it runs with this very
+// function (exec::route_shm, at the cache miss); where it cannot run what it says (no segment on
+// that communicator, the kernel refuses single copy), it falls back and counts it in the report.
+// `unit_bytes`: bytes per unit of an element schedule (its datatype's size).
+void route_inside_nodes(sched::Schedule& s, const topo::Shape& shape, int rank, const Model& m, int64_t unit_bytes,
+                        config::ShmCma cma = config::ShmCma::Auto);
+
+// Whether a step through the segment runs single copy (HIER_SHM_CMA: `cma`): off: never; on:
+// a reduce-scatter, allgather(v), bcast or reduce whose bytes make it pay (shm::single_copy_pays);
+// auto: those where shm_single_cheaper says so. The same on every member of the step.
+bool shm_single(const sched::Step& st, int members, int64_t unit_bytes, const Model& m, config::ShmCma cma);
 
 // Whether a reduce-scatter, allgather(v), bcast or reduce step through the segment (`members` of them, elements
 // of `unit_bytes`) is cheaper single copy than copy-in, as the model costs both: from hier-tune's
 // shm.single_ns_per_byte (none measured: never) and the round costs (docs/shm.md). Under
-// HIER_SHM_CMA=auto the executor (exec/shm_steps.cpp) runs what this says, where the segment allows
-// single copy; shm_cost costs the same choice.
+// HIER_SHM_CMA=auto the plan chooses what this says (shm_single); shm_cost costs the step's choice.
 bool shm_single_cheaper(const sched::Step& st, int members, int64_t unit_bytes, const Model& m);
 
 // The cost of one step alone, with `flows` flows on its level (exposed for the tests);

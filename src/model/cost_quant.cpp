@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -20,13 +21,13 @@ constexpr int kQuantChunkCounts[] = {2, 4, 8};
 // The row's quantized builder (config/collectives.def's QuantBuilder column); a row has one
 // exactly where its Quantized column says so.
 constexpr sched::QuantBuilder kQuantBuilders[] = {
-#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant) \
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant, ...) \
   &sched::quant,
 #include "config/collectives.def"
 };
 static_assert(std::size(kQuantBuilders) == static_cast<size_t>(Coll::Count));
 // By name, not by address: function addresses are not constants under the sanitizers.
-#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant) \
+#define HIER_COLL(name, key, b, nb, p, pipelined, quantized, flat, op, cartesian, any, buffers, builder, quant, ...) \
   static_assert((quantized > 0) == (std::string_view(#quant) != "no_quant"), #name ": Quantized and QuantBuilder disagree");
 #include "config/collectives.def"
 
@@ -58,7 +59,7 @@ int64_t quant_record_bytes(int64_t n, int64_t block, int bits) {
 int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size) { return block * ranks * elem_size; }
 
 double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, const Model& m, int bits, int64_t B,
-                  int chunks, bool shm) {
+                  int chunks, bool shm, config::ShmCma cma) {
   if (!s.cartesian || s.nlevels() != 2 || e <= 0 || B <= 0) return 0;
   if (!config::quantizable(coll)) return 0;
   if (!config::quant_pipelined(coll)) chunks = 1;
@@ -71,10 +72,12 @@ double quant_cost(Coll coll, int64_t bytes, int64_t e, const topo::Shape& s, con
     if (s.node_of[r] == s.nnodes - 1 && s.local_of[r] == s.dims[0] - 1) costed = r;
   std::vector<sched::Schedule> node;
   node.push_back(build_quant(coll, v, s, costed, bits, B, chunks, m));
+  if (shm) route_inside_nodes(node.back(), s, costed, m, e, cma);
   for (int r = 0; r < s.size; ++r)
-    if (r != costed && s.node_of[r] == s.node_of[costed]) node.push_back(build_quant(coll, v, s, r, bits, B, chunks, m));
-  if (shm)
-    for (sched::Schedule& x : node) route_inside_nodes(x, s);
+    if (r != costed && s.node_of[r] == s.node_of[costed]) {
+      node.push_back(build_quant(coll, v, s, r, bits, B, chunks, m));
+      if (shm) route_inside_nodes(node.back(), s, r, m, e, cma);
+    }
   return cost(node, costed, s, m, e);
 }
 
@@ -106,6 +109,31 @@ std::vector<int> quant_chunk_options(const Call& call, int ranks, const Model& m
   return out;
 }
 
+const char* quant_too_large(Coll coll, int64_t bytes, int64_t e, int ranks, int64_t block, int bits) {
+  const int64_t v = bytes / e, big = std::numeric_limits<int>::max();
+  switch (coll) {
+    case Coll::Allreduce:  // the records of the whole vector, reduce-scattered and gathered
+      if (quant_record_bytes(v, block, bits) > big / 2) return "exact: its records exceed INT_MAX / 2 bytes";
+      break;
+    case Coll::ReduceScatter:
+    case Coll::ReduceScatterBlock:
+      if (bytes > big) return "exact: more than INT_MAX bytes";  // its exact node step's counts
+      // Each rank's piece rounds its last block up: at most one more record per rank than
+      // the whole vector's (the uneven counts are not in the call the planner sees).
+      if (quant_record_bytes(v, block, bits) + ranks * quant_record_bytes(block, block, bits) > big / 2)
+        return "exact: its records exceed INT_MAX / 2 bytes";
+      break;
+    case Coll::Allgather: {  // every rank's block of v / ranks values
+      const int64_t c = v / std::max(ranks, 1);
+      if (c > big || ranks * quant_record_bytes(c, block, bits) > big / 2)
+        return "exact: its records exceed INT_MAX / 2 bytes";
+      break;
+    }
+    default: break;
+  }
+  return nullptr;
+}
+
 void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const config::Config& cfg, Plan& p) {
   const config::Quant mode = cfg.quant_for(call.coll);
   if (mode == config::Quant::Off) return;
@@ -117,11 +145,13 @@ void weigh_quant(const Call& call, const topo::Shape& s, const Model& m, const c
   const int bits = mode == config::Quant::Int8 ? 8 : 4;
   if (call.bytes < quant_floor_bytes(cfg.quant_block, s.size, e))
     return void(p.quant_why = "exact: below one block per rank (HIER_QUANT_BLOCK)");
+  if (const char* why = quant_too_large(call.coll, call.bytes, e, s.size, cfg.quant_block, bits))
+    return void(p.quant_why = why);
   // The quantized schedule in each chunk count HIER_CHUNK or the model offers: the cheapest.
   // (and, under HIER_SHM=auto, with its node steps through the segment or as messages)
   for (bool shm : shm_options(cfg))
     for (int c : quant_chunk_options(call, s.size, m, cfg)) {
-      const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c, shm);
+      const double t = quant_cost(call.coll, call.bytes, e, s, m, bits, cfg.quant_block, c, shm, cfg.shm_cma);
       if (t > 0 && (p.quant_ns <= 0 || t < p.quant_ns)) p.quant_ns = t, p.quant_chunks = c, p.quant_shm = shm;
     }
   const double exact = p.algo == sched::Algorithm::Flat ? p.flat_ns : p.hier_ns;

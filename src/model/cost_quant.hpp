@@ -39,6 +39,12 @@ namespace hier::model {
 // quantized_bytes, restated: the model layer does not depend on the kernels).
 int64_t quant_record_bytes(int64_t n, int64_t block, int bits);
 
+// Why a quantized schedule of the call cannot run (nullptr: it can): the byte counts of its level
+// collectives are ints, so the records of the whole call must stay within INT_MAX / 2 bytes and
+// its values within INT_MAX (exec/coll_quant.cpp's entry points rely on it: a plan that says
+// quantized is run quantized). `e`: bytes per value; reduce-scatters bounded for any counts.
+const char* quant_too_large(config::Coll coll, int64_t bytes, int64_t e, int ranks, int64_t block, int bits);
+
 // The smallest call (bytes, as the planner counts them) quantized at all: one block per rank
 // (v >= block x ranks), below which a call is too small to cut into blocks per node and stays
 // exact whatever the model says. `elem_size`: bytes per value.
@@ -48,9 +54,11 @@ int64_t quant_floor_bytes(int64_t block, int ranks, int64_t elem_size);
 // `elem_size`: bytes per value (4: float32, 8: float64, 2: MPIX_C_FLOAT16); `chunks`: pipelined in that many chunks
 // (allreduce and reduce_scatter_block; the others ignore it). 0 when the collective has no
 // quantized schedule.
-// `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes).
+// `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes), single
+// copy as HIER_SHM_CMA (`cma`) chooses.
 double quant_cost(config::Coll coll, int64_t bytes, int64_t elem_size, const topo::Shape& shape, const Model& m,
-                  int bits, int64_t block, int chunks = 1, bool shm = false);
+                  int bits, int64_t block, int chunks = 1, bool shm = false,
+                  config::ShmCma cma = config::ShmCma::Auto);
 
 // The quantized schedule of `rank` the planner costs for `call` (call.bytes / call.elem_size
 // values, every rank's block alike, never in place) at `bits`, in blocks of `block`, cut into

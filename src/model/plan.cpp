@@ -81,14 +81,16 @@ double cheapest(const Call& call, const topo::Shape& s, const Model& m, const co
 
 }  // namespace
 
-double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks, bool shm) {
+double hier_cost(const Call& call, const topo::Shape& s, const Model& m, Algorithm a, int chunks, bool shm,
+                 config::ShmCma cma) {
   std::vector<sched::Schedule> node;
-  node.push_back(build_for(call, s, 0, a, chunks, m));
-  for (int r = 1; r < s.size; ++r)
-    if (s.node_of[r] == s.node_of[0]) node.push_back(build_for(call, s, r, a, chunks, m));
-  if (shm)
-    for (sched::Schedule& x : node) route_inside_nodes(x, s);
-  const int64_t ub = node[0].unit == sched::Unit::Bytes ? 1 : std::max<int64_t>(call.elem_size, 1);
+  const int64_t e = std::max<int64_t>(call.elem_size, 1);
+  for (int r = 0; r < s.size; ++r)
+    if (s.node_of[r] == s.node_of[0]) {
+      node.push_back(build_for(call, s, r, a, chunks, m));
+      if (shm) route_inside_nodes(node.back(), s, r, m, e, cma);
+    }
+  const int64_t ub = node[0].unit == sched::Unit::Bytes ? 1 : e;
   return cost(node, 0, s, m, ub);
 }
 
@@ -124,7 +126,7 @@ double cheapest(const Call& call, const topo::Shape& s, const Model& m, const co
   for (bool shm : shm_options(cfg))
     for (Algorithm a : cands)
       for (int c : chunk_options(call, m, cfg)) {
-        const double t = hier_cost(call, s, m, a, c, shm);
+        const double t = hier_cost(call, s, m, a, c, shm, cfg.shm_cma);
         if (best < 0 || t < best) {
           best = t;
           if (best_a) *best_a = a;

@@ -74,9 +74,10 @@ Plan plan(const Call& call, const topo::Shape& shape, const Model& m, const conf
 
 // The predicted time of the hierarchical algorithm `a` in `chunks` chunks (the schedules of the
 // first node's ranks, costed for its first rank). Exposed for tests and hier-sim.
-// `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes).
+// `shm`: HIER_SHM: the steps inside a node through shared memory (route_inside_nodes), single
+// copy as HIER_SHM_CMA (`cma`) chooses.
 double hier_cost(const Call& call, const topo::Shape& shape, const Model& m, sched::Algorithm a, int chunks,
-                 bool shm = false);
+                 bool shm = false, config::ShmCma cma = config::ShmCma::Auto);
 
 // The schedule of `rank` that hier_cost costs for algorithm `a` in `chunks` chunks (bcast and
 // reduce rooted at rank 0), carrying the model's choices of level steps

@@ -102,7 +102,7 @@ std::string to_string(const Schedule& s) {
     o << "\n  ";
     if (st.wave >= 0) o << "[wave " << st.wave << "] ";
     o << to_string(st.kind) << " on " << to_string(st.comm);
-    if (st.via != Via::Mpi) o << " via " << to_string(st.via);
+    if (st.via != Via::Mpi) o << " via " << to_string(st.via) << (st.single ? " single" : "");
     switch (st.kind) {
       case Kind::Barrier: break;
       case Kind::LoadBlock: o << " block " << st.block << " -> " << to_string(st.dst); break;

@@ -70,7 +70,10 @@ enum class Kind : uint8_t {
 struct Step {
   Kind kind = Kind::Copy;
   CommRef comm;
-  Via via = Via::Mpi;  // level steps: set by route_shm (sched/transport.hpp) where a segment exists
+  Via via = Via::Mpi;  // level steps: set by route_shm (sched/transport.hpp) where the plan routes them
+  // Via::Shm steps: single copy (the peers' buffers read through the kernel) rather than copy-in
+  // through the slots; the plan's choice (model::route_inside_nodes), which the executor runs.
+  bool single = false;
   Ref src, dst;
   bool in_place = false;
   int64_t count = 0;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "diag/log.hpp"
 #include "shm/cma.hpp"
@@ -54,6 +55,7 @@ bool probe_peers(const Segment& s) {
 struct Announce {
   char name[64] = {};
   uint64_t nonce = 0;
+  uint32_t uid = 0;  // the creator's: the segment's owner
   int ok = 0;
 };
 
@@ -101,6 +103,32 @@ uint64_t fresh_nonce() {
 }
 
 }  // namespace
+
+void* map_creators_segment(const char* name, size_t bytes, uid_t creator, std::string& why) {
+  if (creator != geteuid()) {
+    why = "its creator's uid " + std::to_string(creator) + " is not this process's (" + std::to_string(geteuid()) + ")";
+    return nullptr;
+  }
+  const int fd = shm_open(name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return nullptr;
+  }
+  void* m = nullptr;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) why = std::strerror(errno);
+  else if (!S_ISREG(st.st_mode)) why = "not a shared-memory object";
+  else if (st.st_uid != creator)
+    why = "owned by uid " + std::to_string(st.st_uid) + ", not by its creator's (uid " + std::to_string(creator) + ")";
+  else if (static_cast<size_t>(st.st_size) != bytes)
+    why = std::to_string(st.st_size) + " bytes, not " + std::to_string(bytes);
+  else if ((m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    why = std::strerror(errno);
+    m = nullptr;
+  }
+  close(fd);
+  return m;
+}
 
 Segment::~Segment() {
   unlink_name();
@@ -157,6 +185,7 @@ std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* f
     if (counter.load() == 0)
       if (const int k = sweep_dead_names("/dev/shm")) HIER_INFO("shm", "removed %d segment name(s) of dead processes", k);
     a.nonce = fresh_nonce();
+    a.uid = static_cast<uint32_t>(geteuid());
     std::snprintf(a.name, sizeof a.name, "/libhier.%u.%lu.%d.%u.%08x", static_cast<unsigned>(getuid()), pid_namespace(),
                   static_cast<int>(getpid()), counter.fetch_add(1), static_cast<unsigned>(a.nonce));
     const int fd = shm_open(a.name, O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -180,18 +209,16 @@ std::unique_ptr<Segment> open_segment(MPI_Comm comm, int64_t half_bytes, bool* f
   if (PMPI_Bcast(&a, sizeof a, MPI_BYTE, 0, comm) != MPI_SUCCESS) a.ok = 0;
   if (me != 0 && a.ok) {
     a.name[sizeof a.name - 1] = '\0';
-    const int fd = shm_open(a.name, O_RDWR, 0);
-    struct stat st {};
-    if (fd >= 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) == s->bytes_) {
-      void* m = mmap(nullptr, s->bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      if (m != MAP_FAILED) s->base_ = m;
-    }
-    if (fd >= 0) close(fd);
+    // Only the creator's object (its owner checked before the mapping: never one another user
+    // put under that name), of the size it made.
+    std::string why;
+    s->base_ = map_creators_segment(a.name, s->bytes_, static_cast<uid_t>(a.uid), why);
     // The creator's nonce: the same file as the creator's (not another mount's /dev/shm).
     const auto* h = static_cast<const Header*>(s->base_);
-    if (!h || h->nonce != a.nonce || h->members != static_cast<uint64_t>(p) ||
-        h->half != static_cast<uint64_t>(s->half_)) {
-      HIER_INFO("shm", "cannot map the shared segment %s of member 0", a.name);
+    if (h && (h->nonce != a.nonce || h->members != static_cast<uint64_t>(p) || h->half != static_cast<uint64_t>(s->half_)))
+      why = "not the segment member 0 made (another nonce or geometry)";
+    if (!why.empty()) {
+      HIER_INFO("shm", "cannot map the shared segment %s of member 0: %s", a.name, why.c_str());
       a.ok = 0;
     }
   }

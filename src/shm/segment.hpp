@@ -10,6 +10,7 @@
 #pragma once
 
 #include <mpi.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -40,6 +41,11 @@ struct Header {
 // Bytes of one half of a member's slot in the segments libhier builds (topo::build_levels): a
 // reduce-scatter of 16 MiB per rank runs in 16 rounds; pages are touched only as used.
 inline constexpr int64_t kHalfBytes = int64_t{1} << 20;
+
+// A member's mapping of the segment `name` that member 0 made of `bytes` bytes: only a regular
+// shared-memory object owned by `creator` (member 0's uid, which must be this process's too),
+// checked with fstat before anything is mapped. nullptr and a one-line `why` otherwise.
+void* map_creators_segment(const char* name, size_t bytes, uid_t creator, std::string& why);
 
 class Step;  // a step running on the segment (exec/shm_steps.hpp implements them)
 

@@ -82,8 +82,40 @@ bool can_create_beside(const std::string& path, std::string& err) {
   return true;
 }
 
-int open_append_nofollow(const std::string& path) {
-  return open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+int open_append_owned(const std::string& path, std::string& err) {
+  // A new file: created here, 0600, never through anything planted at the path.
+  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) return fd;
+  if (errno != EEXIST) {
+    err = std::strerror(errno);
+    return -1;
+  }
+  // An existing one: O_NONBLOCK so that a FIFO planted there cannot block the open.
+  fd = open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    struct stat st {};
+    if (e == ELOOP) err = "a symbolic link";
+    else if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      err = S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)" : "not a regular file";
+    else err = std::strerror(e);
+    return -1;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    err = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    err = S_ISFIFO(st.st_mode) ? "not a regular file (a FIFO)" : "not a regular file";
+  } else if (st.st_uid != geteuid()) {
+    err = "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " + std::to_string(geteuid()) + ")";
+  } else if (st.st_nlink != 1) {
+    err = "a file with " + std::to_string(st.st_nlink) + " hard links";
+  } else {
+    fcntl(fd, F_SETFL, O_WRONLY | O_APPEND);  // blocking writes again
+    return fd;
+  }
+  close(fd);
+  return -1;
 }
 
 bool read_file_capped(const std::string& path, size_t max_bytes, std::string& out, std::string& err) {

@@ -20,9 +20,12 @@ bool write_file_replacing(const std::string& path, const std::string& text, std:
 // that a long computation is not spent before a write that cannot happen. false: `err` set.
 bool can_create_beside(const std::string& path, std::string& err);
 
-// Opens `path` for appending (created 0600 if absent) without following a symlink at it.
-// -1 and errno on failure (ELOOP for a symlink).
-int open_append_nofollow(const std::string& path);
+// Opens `path` for appending: a new file is created 0600 with O_EXCL|O_NOFOLLOW (as
+// write_file_replacing creates its files); an existing one is taken only if it is a regular file
+// of this user's with one link (never a symlink, a FIFO, a device, nor another user's file
+// planted in a shared directory). -1 and a one-line `err` otherwise ("owned by uid 65534, not by
+// this user (uid 0)", "not a regular file (a FIFO)", "a symbolic link", ...).
+int open_append_owned(const std::string& path, std::string& err);
 
 // Reads a regular file of at most `max_bytes`. false and a one-line `err` otherwise (not a
 // regular file, larger than the limit, cannot be read).

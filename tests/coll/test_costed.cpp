@@ -17,7 +17,9 @@
 #include "exec/context.hpp"
 #include "exec/entry.hpp"
 #include "exec/executor.hpp"
+#include "exec/shm_steps.hpp"
 #include "config/config.hpp"
+#include "model/cost.hpp"
 #include "model/cost_quant.hpp"
 #include "model/load.hpp"
 #include "model/plan.hpp"
@@ -103,10 +105,38 @@ const sched::Schedule* the_one_cached(Context& ctx) {
   return s;
 }
 
+// The plan's shm steps of a schedule (Via::Shm), and of those single copy (Step::single).
+struct ShmPlanned {
+  uint64_t steps = 0, single = 0;
+};
+ShmPlanned shm_planned(const sched::Schedule& s) {
+  ShmPlanned n;
+  for (const sched::Step& st : s.steps)
+    if (st.via == sched::Via::Shm) ++n.steps, n.single += st.single;
+  return n;
+}
+
+// What the executor ran of the plan's shm steps (the counts of the report's shm section before
+// and after the call): every one through the segment, in the form the plan chose (single copy
+// run copy-in only where the kernel refuses it on this machine, counted). Returns what it saw.
+ShmPlanned expect_ran_as_planned(const sched::Schedule& planned, const ShmCounts& before, const std::string& what) {
+  const ShmCounts after = shm_counts();
+  const ShmPlanned want = shm_planned(planned);
+  EXPECT_EQ(after.no_segment - before.no_segment, 0u) << what << ": a planned shm step found no segment";
+  EXPECT_EQ(after.declined - before.declined, 0u) << what << ": a planned shm step was declined";
+  EXPECT_EQ(after.steps - before.steps, want.steps) << what << ": shm steps run";
+  EXPECT_EQ(after.single - before.single + after.single_refused - before.single_refused, want.single)
+      << what << ": single-copy steps run (or refused by the kernel)";
+  EXPECT_EQ(after.not_dense - before.not_dense, 0u) << what;
+  return want;
+}
+
 TEST(CostedIsRun, EveryCollectiveAndSize) {
   MPI_Comm c = MPI_COMM_WORLD;
   const int rank = rank_of(c), P = size_of(c);
+  const config::Config& cfg = config::get();
   int compared = 0;
+  uint64_t shm_steps = 0, single_steps = 0;
   for (int k = 0; k < static_cast<int>(Coll::Count); ++k) {
     const Coll coll = static_cast<Coll>(k);
     for (int n : {1, 37, 4096, 300007}) {
@@ -117,6 +147,7 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
       clear(*ctx);
       const std::string what = std::string(config::coll_key(coll)) + " n=" + std::to_string(n) + " rank " +
                                std::to_string(rank);
+      const ShmCounts before = shm_counts();
       const std::optional<Ran> ran = call(coll, n, c);
       const model::Call mc = planned(coll, n, P);
       // (coll, bytes, elem_size, quantizable, nonblocking): exact blocking calls.
@@ -132,13 +163,26 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
       const model::Plan& plan = plan_it->second;
       sched::Schedule costed =
           model::build_for(mc, ctx->levels->shape, rank, plan.algo, plan.chunks, model::process().model);
-      // Routed through the node segments where the plan chose them (HIER_SHM=auto, the default),
-      // as the executor routes it (exec/prepare.cpp): the steps must be the same either way.
-      if (plan.shm && !ctx->device_hier) route_shm(costed, *ctx->levels);
+      // Routed through the node segments where the plan chose them, each step single copy or
+      // copy-in as the plan chose (the model's routing, model::route_inside_nodes, as
+      // model::hier_cost costs it); the executor must have run exactly that.
+      if (plan.shm && !ctx->device_hier)
+        model::route_inside_nodes(costed, ctx->levels->shape, rank, model::process().model,
+                                  std::max<int64_t>(mc.elem_size, 1), cfg.shm_cma);
       EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
+      const ShmPlanned shm = expect_ran_as_planned(costed, before, what);
+      shm_steps += shm.steps;
+      single_steps += shm.single;
       ++compared;
     }
   }
+  // Under HIER_SHM=on (the shm variant) the sweep ran shm steps, and under HIER_SHM_CMA=on
+  // single-copy ones among them.
+  if (cfg.shm == config::ShmMode::On && !context_of(c)->levels->segments.empty()) EXPECT_GT(shm_steps, 0u);
+  if (cfg.shm == config::ShmMode::On && cfg.shm_cma == config::ShmCma::On && !context_of(c)->levels->segments.empty())
+    EXPECT_GT(single_steps, 0u);
+  if (rank == 0) std::printf("shm steps %llu, of which single copy %llu\n", static_cast<unsigned long long>(shm_steps),
+                             static_cast<unsigned long long>(single_steps));
   // The sweep compared something on every shape it runs on (HIER_ALGO=hier: the tree
   // collectives run on any shape).
   EXPECT_GT(compared, 8);
@@ -187,6 +231,7 @@ TEST(CostedIsRun, Quantized) {
       clear(*ctx);
       const std::string what = std::string(config::coll_key(coll)) + " int" + std::to_string(bits) + " n=" +
                                std::to_string(n) + " rank " + std::to_string(rank);
+      const ShmCounts before = shm_counts();
       const std::optional<Ran> ran = quant_call(coll, n, c);
       ASSERT_TRUE(ran.has_value()) << what << ": left to the MPI (HIER_ALGO=hier quantizes what it may)";
       ASSERT_EQ(ran->rc, MPI_SUCCESS) << what;
@@ -201,9 +246,11 @@ TEST(CostedIsRun, Quantized) {
       ASSERT_NE(ran_s, nullptr) << what << ": not the one schedule in the cache";
       sched::Schedule costed = model::build_quant_for(mc, shape, rank, plan.quant_bits, cfg.quant_block,
                                                       plan.quant_chunks, model::process().model);
-      if (plan.quant_shm && !ctx->device_hier) route_shm(costed, *ctx->levels);  // as above
+      if (plan.quant_shm && !ctx->device_hier)  // as above
+        model::route_inside_nodes(costed, shape, rank, model::process().model, 4, cfg.shm_cma);
       ASSERT_FALSE(costed.steps.empty()) << what;
       EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
+      expect_ran_as_planned(costed, before, what);
       if (n > 4096 && config::quant_pipelined(coll) && cfg.chunk_bytes > 0)
         EXPECT_GT(plan.quant_chunks, 1) << what << ": HIER_CHUNK did not cut the pipelined quantized schedule";
       ++compared;

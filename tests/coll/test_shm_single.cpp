@@ -89,7 +89,7 @@ void reduce_scatter_matches_pmpi(shm::Segment& seg, bool single) {
     std::vector<int> got(in_place ? total + 1 : counts[me] + 1, -7);
     if (in_place) std::copy(in.begin(), in.end(), got.begin());
     ShmArgs a{in_place ? nullptr : reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(got.data()),
-              in_place, 0, 0, counts, {}, &ti, MPI_SUM};
+              in_place, 0, 0, counts, {}, &ti, MPI_SUM, true};
     const uint64_t rounds = run(seg, sched::Kind::ReduceScatter, a);
     EXPECT_EQ(rounds == 1, single) << "rounds " << rounds;
     for (int64_t j = 0; j < counts[me]; ++j) ASSERT_EQ(got[j], want[j]) << "in_place " << in_place << " at " << j;
@@ -123,7 +123,7 @@ void allgatherv_matches_pmpi(shm::Segment& seg, bool single) {
       if (in_place)
         for (int64_t j = 0; j < counts[me]; ++j) got[(displs[me] + j) * stride] = mine[j * stride];
       ShmArgs a{in_place ? nullptr : reinterpret_cast<const char*>(mine.data()), reinterpret_cast<char*>(got.data()),
-                in_place, 0, 0, counts, displs, &ti, MPI_OP_NULL};
+                in_place, 0, 0, counts, displs, &ti, MPI_OP_NULL, true};
       const uint64_t rounds = run(seg, sched::Kind::Allgatherv, a);
       EXPECT_EQ(rounds == 1, single) << "rounds " << rounds;
       ASSERT_EQ(got, want) << "type " << (t == MPI_INT ? "int" : "gapped") << " in_place " << in_place;
@@ -171,7 +171,7 @@ void rooted_match_pmpi(shm::Segment& seg, bool single) {
       std::vector<int> want(n * ints, -5), got(n * ints, -5);
       if (me == root) want = mine, got = mine;
       ASSERT_EQ(PMPI_Bcast(want.data(), static_cast<int>(n), t, root, MPI_COMM_WORLD), MPI_SUCCESS);
-      ShmArgs b{nullptr, reinterpret_cast<char*>(got.data()), false, n, root, {}, {}, &ti, MPI_OP_NULL};
+      ShmArgs b{nullptr, reinterpret_cast<char*>(got.data()), false, n, root, {}, {}, &ti, MPI_OP_NULL, true};
       EXPECT_EQ(run(seg, sched::Kind::Bcast, b) == 1, single) << "bcast " << name;
       ASSERT_EQ(got, want) << "bcast " << name << " root " << root;
       // reduce
@@ -184,7 +184,7 @@ void rooted_match_pmpi(shm::Segment& seg, bool single) {
         if (here)
           for (size_t j = 0; j < mine.size(); j += ints) std::copy_n(mine.begin() + j, data, rgot.begin() + j);
         ShmArgs r{here ? nullptr : reinterpret_cast<const char*>(mine.data()), reinterpret_cast<char*>(rgot.data()), here,
-                  n, root, {}, {}, &ti, op};
+                  n, root, {}, {}, &ti, op, true};
         EXPECT_EQ(run(seg, sched::Kind::Reduce, r) == 1, single && t != gapped) << "reduce " << name;
         if (me == root) {
           ASSERT_EQ(rgot, rwant) << "reduce " << name << " root " << root << " in_place " << in_place;

@@ -20,10 +20,14 @@ MODE: none sleep stop kill mismatch split cslow hostile symlink isleep isleep_th
   istop, imismatch: the stop and mismatch cases with MPI_Iallreduce (rank 1 MPI_Ibcast) + MPI_Wait;
   ipersist: the sleep case with a persistent MPI_Allreduce_init + MPI_Start + MPI_Wait (MPI-4).
   hostile: before the sleep case, while every rank waits outside MPI, hostile clients talk to each
-    rank's side channel (hostile.py): none may get a byte back, no socket may listen on 0.0.0.0,
-    and the sleep case must then be reported as usual.
+    rank's side channel (hostile.py): none may get a byte back beyond the challenge, no socket may
+    listen on 0.0.0.0 or on another address than loopback (every rank is on this host); the
+    watchdog's own queries are captured during the sleep case and, once its report is out,
+    replayed: they get nothing; the sleep case must be reported as usual.
   symlink: the sleep case with symlinks planted at rank 0's report, its hang file and its debug
-    log: their targets must stay untouched, the report and hang file be regular files of valid JSON.
+    log, a file of another user's (uid 65534, as root) at rank 1's debug log and a FIFO at rank
+    2's: their targets and the planted file must stay untouched, the report and hang file be
+    regular files of valid JSON, each refused debug log one warning line saying why.
 """
 import argparse
 import glob
@@ -37,7 +41,7 @@ import threading
 import time
 
 from common import fail, site_line
-from hostile import attack_side_channels
+from hostile import Sniffer, attack_side_channels, replay
 
 LIMIT = 2.0
 NP = 4
@@ -79,6 +83,39 @@ def check_hier_report(tmp, j):
         fail(f"hier-report's C4 classes line does not count the hang: {classes}")
 
 
+def check_cluster_listeners(cluster, lines, lock):
+    """On the emulated cluster (hang.sh gives every node a second interface, side0, that the job
+    does not use): each rank's side channel listens on its node's cluster address only. Its
+    sockets are found in the nodes' /proc/net/tcp, told from the MPI's by the ports each rank logs
+    at HIER_DEBUG=INFO."""
+    from hostile import listeners_in
+    mc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "minicluster")
+    st = json.loads(subprocess.run(["/usr/bin/python3", mc, "--name", cluster, "status", "--json"],
+                                   capture_output=True, text=True, check=True).stdout)
+    with lock:
+        adv = [x for _, _, l in lines for m in [re.search(r"libhier\[\d+\].*side channel on (.*)$", l)] if m
+               for x in m.group(1).split()]
+    ports = {int(x.split(":")[1]) for x in adv}
+    if len(adv) < NP:
+        fail(f"cluster: {len(adv)} side channel addresses logged for {NP} ranks: {adv}")
+    found, seconds = 0, 0
+    for n in st["node_list"]:
+        ip4 = subprocess.run(["ip", "-n", n["ns"], "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
+        seconds += " side0 " in ip4
+        tcp = subprocess.run(["ip", "netns", "exec", n["ns"], "cat", "/proc/net/tcp"], capture_output=True, text=True).stdout
+        for ip, port in listeners_in(tcp):
+            if port not in ports:
+                continue  # the MPI's own
+            found += 1
+            print(f"cluster: {n['hostname']} ({n['addr']}): libhier listens on {ip}:{port}")
+            if ip != n["addr"]:
+                fail(f"cluster: libhier listens on {ip}:{port} on {n['hostname']}, not on the job's network ({n['addr']})")
+    if seconds < len(st["node_list"]):
+        fail("cluster: not every node has the second interface side0 (tests/cluster/hang.sh adds it)")
+    if found < NP:
+        fail(f"cluster: {found} libhier listening sockets found for {NP} ranks")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mpi", required=True)
@@ -102,7 +139,7 @@ def main():
     env_vars = {"LD_PRELOAD": preload, "HIER_WATCHDOG": str(int(LIMIT)), "HIER_REPORT": f"{tmp}/r%r.json"}
     if a.mode == "isleep_thread":  # (hang.c asks for MPI_THREAD_MULTIPLE in this mode)
         env_vars["HIER_PROGRESS"] = "thread"
-    if a.mode == "hostile":
+    if a.mode == "hostile" or (a.cluster and a.mode == "sleep"):
         env_vars["HIER_DEBUG"] = "INFO"  # each rank logs its side channel's addresses
     planted = {}  # symlink -> its target, which must stay untouched
     if a.mode == "symlink":
@@ -113,6 +150,12 @@ def main():
                 f.write("precious\n")
             os.symlink(target, f"{tmp}/{name}")
             planted[f"{tmp}/{name}"] = target
+        if os.geteuid() == 0:  # a file another user planted in a shared directory
+            with open(f"{tmp}/debug1.log", "w") as f:
+                f.write("precious\n")
+            os.chown(f"{tmp}/debug1.log", 65534, 65534)
+            planted[f"{tmp}/debug1.log"] = f"{tmp}/debug1.log"
+        os.mkfifo(f"{tmp}/debug2.log")  # opened for writing, it would block without a reader
     cmd = [a.mpiexec]
     if a.mpi == "openmpi":
         cmd += ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
@@ -137,7 +180,10 @@ def main():
     if a.cluster:  # minicluster passes the caller's HIER_* variables to the ranks, LD_PRELOAD by --preload
         mc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "minicluster")
         cmd = ["/usr/bin/python3", mc, "--name", a.cluster, "run", "--mpi", a.mpi, "--np", str(NP),
-               "--timeout", "80", "--preload", preload, "--", a.exe, a.mode, sleep_s, go, wake]
+               "--timeout", "80", "--preload", preload]
+        if a.mpi == "mpich":  # UCX would also try the nodes' second interface (side0, hang.sh): unreachable
+            cmd += ["-X", "-genv UCX_NET_DEVICES eth0"]
+        cmd += ["--", a.exe, a.mode, sleep_s, go, wake]
         env.update({k: v for k, v in env_vars.items() if k != "LD_PRELOAD"})
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
 
@@ -185,6 +231,7 @@ def main():
                             adv[int(m.group(1))] = [(x.split(":")[0], int(x.split(":")[1])) for x in m.group(2).split()]
                 pids = {int(l.split()[2]): int(l.split()[4]) for l in ready}
                 attacked = attack_side_channels([pids[r] for r in range(NP)], adv)
+                sniffer = Sniffer([port for r in adv.values() for _, port in r])  # the watchdog's queries from here on
                 open(go, "w").close()
         if t_fault is None:
             t_fault, l = find(lambda l: l.startswith("FAULT "))
@@ -195,6 +242,11 @@ def main():
             t_report = t_report or time.monotonic()
             t_file = time.monotonic()
         if t_report and not t_woken and time.monotonic() > t_file + 0.5:  # the report complete
+            if a.cluster and a.mode == "sleep":  # every rank still alive: its sockets now
+                check_cluster_listeners(a.cluster, lines, lock)
+            if a.mode == "hostile" and attacked is not None:  # every rank still alive: replay now
+                sniffer.stop()
+                replay(sniffer, attacked.problems, attacked.log)
             open(wake, "w").close()  # a sleeping fault ends here (hang.c's DOZE)
             t_woken = time.monotonic()
         if a.mode in ("stop", "istop") and victim_pid and not continued and (t_report or time.monotonic() > t_fault + LIMIT + 10):
@@ -246,8 +298,14 @@ def main():
             if f.read() != "precious\n":
                 fail(f"the symlink {link} was followed: {target} changed")
     if a.mode == "symlink":
-        if not re.search(r"HIER_DEBUG_FILE: cannot open .*debug0\.log", out):
-            fail("no one-line warning for the symlinked HIER_DEBUG_FILE")
+        refusals = {"debug0.log": r"a symbolic link", "debug2.log": r"not a regular file \(a FIFO\)"}
+        if os.geteuid() == 0:
+            refusals["debug1.log"] = r"owned by uid 65534, not by this user \(uid 0\)"
+        for name, why in refusals.items():
+            n = len(re.findall(rf"libhier: WARN: HIER_DEBUG_FILE: cannot open '[^']*/{re.escape(name)}' \({why}\): "
+                               r"only a new file or a regular file of this user's; logging to stderr", out))
+            if n != 1:
+                fail(f"{n} warning lines (expected one) for the planted HIER_DEBUG_FILE {name} ({why})")
         for name in ("r0.json", "hier-hang-0-4.json"):
             path = f"{tmp}/{name}"
             if os.path.islink(path) or not os.path.isfile(path):

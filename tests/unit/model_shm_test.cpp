@@ -53,7 +53,7 @@ TEST(ModelShm, StepCostFromRatesAndRounds) {
 TEST(ModelShm, PlannerRoutesOnlyInsideNodes) {
   const topo::Shape s = model::two_level(2, 4);
   sched::Schedule x = sched::build_allreduce(s, 0, 1 << 20, false, sched::Algorithm::RsArAg, false);
-  model::route_inside_nodes(x, s);
+  model::route_inside_nodes(x, s, 0, rates(), 4);
   int shm = 0;
   for (const sched::Step& st : x.steps) {
     if (st.comm.on == sched::On::Step && st.comm.level == 1) {
@@ -100,24 +100,29 @@ TEST(ModelShm, SingleCopyCostedWhereMeasured) {
   st.comm = {sched::On::Node, 0};
   st.counts.assign(4, int64_t{1} << 20);  // 4 MiB of floats per member, 16 MiB in all
   st.via = sched::Via::Shm;
-  const double copyin = model::step_cost(st, 0, s, m, 4, 1);
+  // The step as the plan routes it (model::shm_single under HIER_SHM_CMA=auto), then costed.
+  auto planned_cost = [&](bool with_reduce = true) {
+    st.single = model::shm_single(st, 4, 4, m, config::ShmCma::Auto);
+    return model::step_cost(st, 0, s, m, 4, 1, with_reduce);
+  };
+  const double copyin = planned_cost();
   m.shm.single_ns_per_byte = 0.125;
   const double all = 16.0 * (1 << 20), piece = all / 4;
-  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), piece * 0.25 + 3 * piece * (0.125 + 0.5) + 2 * 7000);
-  EXPECT_LT(model::step_cost(st, 0, s, m, 4, 1), copyin);
+  EXPECT_DOUBLE_EQ(planned_cost(), piece * 0.25 + 3 * piece * (0.125 + 0.5) + 2 * 7000);
+  EXPECT_LT(planned_cost(), copyin);
   st.kind = Kind::Allgather;
   st.counts.clear();
   st.count = int64_t{1} << 20;
-  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), piece * 0.25 + 3 * piece * 0.125 + 2 * 7000);
+  EXPECT_DOUBLE_EQ(planned_cost(), piece * 0.25 + 3 * piece * 0.125 + 2 * 7000);
   EXPECT_TRUE(model::shm_single_cheaper(st, 4, 4, m));
   st.count = 1024;  // 16 KiB gathered: below the single-copy threshold, costed copy-in
-  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), 4096.0 * 4 * 0.25 + 7000);
+  EXPECT_DOUBLE_EQ(planned_cost(), 4096.0 * 4 * 0.25 + 7000);
   EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
   // A kernel read dearer than copying through the slots: copy-in, costed and run (HIER_SHM_CMA=auto).
   st.count = int64_t{1} << 20;
   m.shm.single_ns_per_byte = 10;
   EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
-  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), all * 0.25 + 4 * 7000);
+  EXPECT_DOUBLE_EQ(planned_cost(), all * 0.25 + 4 * 7000);
 }
 
 // Bcast and reduce single copy: the root's buffer read (bcast); my piece of every member's
@@ -131,18 +136,50 @@ TEST(ModelShm, SingleCopyBcastAndReduce) {
   st.comm = {sched::On::Node, 0};
   st.count = int64_t{1} << 22;  // 16 MiB of floats
   st.via = sched::Via::Shm;
+  // The step as the plan routes it (model::shm_single under HIER_SHM_CMA=auto), then costed.
+  auto planned_cost = [&](bool with_reduce = true) {
+    st.single = model::shm_single(st, 4, 4, m, config::ShmCma::Auto);
+    return model::step_cost(st, 0, s, m, 4, 1, with_reduce);
+  };
   const double n = 16.0 * (1 << 20);
   st.kind = Kind::Bcast;
-  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1), n * 0.125 + 2 * 7000);
+  EXPECT_DOUBLE_EQ(planned_cost(), n * 0.125 + 2 * 7000);
   EXPECT_TRUE(model::shm_single_cheaper(st, 4, 4, m));
   st.kind = Kind::Reduce;
-  EXPECT_DOUBLE_EQ(model::step_cost(st, 0, s, m, 4, 1, true), 3 * n / 4 * (0.125 + 0.5) + n / 4 * 0.125 + 2 * 7000);
+  EXPECT_DOUBLE_EQ(planned_cost(true), 3 * n / 4 * (0.125 + 0.5) + n / 4 * 0.125 + 2 * 7000);
   EXPECT_TRUE(model::shm_single_cheaper(st, 4, 4, m));
   st.count = 1024;  // 4 KiB: copy-in
   EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
   st.count = int64_t{1} << 22;
   m.shm.single_ns_per_byte = 10;
   EXPECT_FALSE(model::shm_single_cheaper(st, 4, 4, m));
+}
+
+// The plan decides single copy and the step carries it (model::route_inside_nodes: Step::single,
+// printed "via shm single"): HIER_SHM_CMA=on makes every large reduce-scatter / allgather of the
+// node single copy even where the model prices it dearer, off none, auto the model's choice;
+// the cost follows what the step carries.
+TEST(ModelShm, ThePlanCarriesSingleCopy) {
+  model::Model m = rates();
+  m.shm.single_ns_per_byte = 10;  // dearer than copy-in: auto keeps copy-in
+  const topo::Shape s = model::two_level(2, 4);
+  auto routed = [&](config::ShmCma cma) {
+    sched::Schedule x = sched::build_allreduce(s, 0, 1 << 22, false, sched::Algorithm::RsArAg, false);
+    model::route_inside_nodes(x, s, 0, m, 4, cma);
+    int shm = 0, single = 0;
+    for (const sched::Step& st : x.steps) shm += st.via == sched::Via::Shm, single += st.single;
+    EXPECT_GT(shm, 0);
+    return std::make_pair(single, x);
+  };
+  const auto [on, on_s] = routed(config::ShmCma::On);
+  EXPECT_EQ(on, 2) << sched::to_string(on_s);  // the node reduce-scatter and allgather
+  EXPECT_NE(sched::to_string(on_s).find("via shm single"), std::string::npos);
+  EXPECT_EQ(routed(config::ShmCma::Off).first, 0);
+  EXPECT_EQ(routed(config::ShmCma::Auto).first, 0);
+  const double dear = model::hier_cost({config::Coll::Allreduce, 4 << 22, 4}, s, m, sched::Algorithm::RsArAg, 1, true,
+                                       config::ShmCma::On);
+  EXPECT_GT(dear, model::hier_cost({config::Coll::Allreduce, 4 << 22, 4}, s, m, sched::Algorithm::RsArAg, 1, true,
+                                   config::ShmCma::Auto));
 }
 
 // HIER_SHM=auto is not on: the planner weighs both transports and keeps messages where the

@@ -911,6 +911,35 @@ TEST(Planner, QuantizesOnlyWhatTheExecutorCanQuantize) {
   EXPECT_EQ(model::plan({Coll::Bcast, 16 * MiB, 4, true}, s, m, cfg).quant_bits, 0);  // no quantized schedule
 }
 
+// ... and never a call whose records would not fit the level collectives' int counts
+// (model::quant_too_large: the checks exec/coll_quant.cpp once made after the plan said
+// "quantized", then ran exact): float16 values just under INT_MAX bytes make int8 records over
+// INT_MAX / 2; a reduce-scatter over INT_MAX bytes; an allgather whose ranks' records add up past
+// it. Each stays exact, saying why; a call just under each limit is quantized.
+TEST(Planner, QuantizesOnlyCallsWhoseRecordsFitAnInt) {
+  const topo::Shape s = model::two_level(2, 4);
+  const model::Model& m = model::builtin(model::Family::Mpich);
+  config::Config cfg = model_testing::messages();
+  cfg.algo.fill(config::Algo::Hier);
+  cfg.quant.fill(config::Quant::Int8);
+  const int64_t big = std::numeric_limits<int>::max();
+  auto planned = [&](Coll c, int64_t bytes, int64_t e) { return model::plan({c, bytes, e, true}, s, m, cfg); };
+  const model::Plan over = planned(Coll::Allreduce, big / 2 * 2, 2);
+  EXPECT_EQ(over.quant_bits, 0);
+  EXPECT_STREQ(over.quant_why, "exact: its records exceed INT_MAX / 2 bytes");
+  EXPECT_EQ(planned(Coll::Allreduce, big / 2, 2).quant_bits, 8);
+  EXPECT_STREQ(model::quant_too_large(Coll::ReduceScatterBlock, 2 * big, 8, 8, 512, 8), "exact: more than INT_MAX bytes");
+  EXPECT_EQ(planned(Coll::ReduceScatterBlock, big / 2, 8).quant_bits, 8);
+  EXPECT_STREQ(planned(Coll::Allgather, big / 2 * 2, 2).quant_why, "exact: its records exceed INT_MAX / 2 bytes");
+  EXPECT_EQ(planned(Coll::Allgather, big / 2, 2).quant_bits, 8);
+  // The bound itself: the uneven reduce-scatter's extra record per rank.
+  const int64_t v = 1000 * 512;
+  EXPECT_EQ(model::quant_too_large(Coll::ReduceScatter, v * 4, 4, 8, 512, 8), nullptr);
+  const int64_t edge = (big / 2 - 8 * model::quant_record_bytes(512, 512, 8)) / 516 * 512;  // whole blocks at the bound
+  EXPECT_EQ(model::quant_too_large(Coll::ReduceScatter, edge * 2, 2, 8, 512, 8), nullptr);
+  EXPECT_NE(model::quant_too_large(Coll::ReduceScatter, (edge + 512) * 2, 2, 8, 512, 8), nullptr);
+}
+
 // Each decision once (issue 28): how a reduce-scatter or allgatherv level step runs (the MPI's
 // collective, or libhier's direct exchange / padded allgather) is sched::direct_reduce_scatter /
 // padded_allgatherv on the thresholds the schedule carries; the executor runs that, and the model

@@ -99,12 +99,43 @@ TEST(Files, AppendRefusesASymlink) {
   const std::string victim = d + "/victim", link = d + "/debug.log";
   { std::ofstream(victim) << "precious\n"; }
   ASSERT_EQ(symlink(victim.c_str(), link.c_str()), 0);
-  EXPECT_LT(open_append_nofollow(link), 0);
-  EXPECT_EQ(errno, ELOOP);
-  const int fd = open_append_nofollow(d + "/real.log");
-  EXPECT_GE(fd, 0);
+  std::string err;
+  EXPECT_LT(open_append_owned(link, err), 0);
+  EXPECT_EQ(err, "a symbolic link");
+  const int fd = open_append_owned(d + "/real.log", err);
+  EXPECT_GE(fd, 0) << err;
   close(fd);
   EXPECT_EQ(slurp(victim), "precious\n");
+  std::system(("rm -rf " + d).c_str());
+}
+
+// A file planted in a shared directory: a FIFO (the open must not block), another user's file, a
+// hard link to a file elsewhere. Each refused with one line; an own regular file is appended to.
+TEST(Files, AppendRefusesPlantedFiles) {
+  const std::string d = temp_dir();
+  std::string err;
+  const std::string fifo = d + "/fifo.log";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
+  EXPECT_LT(open_append_owned(fifo, err), 0);
+  EXPECT_EQ(err, "not a regular file (a FIFO)");
+  const std::string own = d + "/own.log", twice = d + "/twice.log";
+  { std::ofstream(own) << "mine\n"; }
+  int fd = open_append_owned(own, err);
+  ASSERT_GE(fd, 0) << err;
+  EXPECT_EQ(write(fd, "more\n", 5), 5);
+  close(fd);
+  EXPECT_EQ(slurp(own), "mine\nmore\n");
+  ASSERT_EQ(link(own.c_str(), twice.c_str()), 0);
+  EXPECT_LT(open_append_owned(twice, err), 0);
+  EXPECT_EQ(err, "a file with 2 hard links");
+  if (geteuid() == 0) {  // another user's file: root can make one (the suite runs as root)
+    const std::string theirs = d + "/theirs.log";
+    { std::ofstream(theirs) << "precious\n"; }
+    ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
+    EXPECT_LT(open_append_owned(theirs, err), 0);
+    EXPECT_EQ(err, "owned by uid 65534, not by this user (uid 0)");
+    EXPECT_EQ(slurp(theirs), "precious\n");
+  }
   std::system(("rm -rf " + d).c_str());
 }
 
