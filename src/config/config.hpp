@@ -63,6 +63,7 @@ struct Config {
   std::string debug_file;   // template, %h %p %r
   std::string report;       // template, %h %p %r; empty = no report
   double watchdog_s = 0.0;  // 0 = off
+  int flight = 64;          // HIER_FLIGHT: collective calls kept per thread; 0 = off
   int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (the model's candidates, model/plan.hpp), 0 = off
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
   int64_t quant_feedback_cap = 0;  // HIER_QUANT_FEEDBACK: bytes of residuals kept per process; 0 = off

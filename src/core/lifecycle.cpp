@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "core/agree_config.hpp"
 #include "base/hooks.hpp"
+#include "diag/flight.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
 #include "diag/sites.hpp"
@@ -100,6 +101,8 @@ void initialize(bool world_model, bool at_init) {
     diag::watch_init(cfg.watchdog_s, rank, size, cfg.report.c_str());
     base::add_report_section("hangs", diag::hangs_json);
   }
+  // The flight recorder (HIER_FLIGHT): per-thread rings of the last collective calls.
+  if (world_model && at_init && !cfg.disable) diag::flight_init(cfg.flight);
   // Call-site timing for the report (stragglers, the finalize mismatch check): one 4-byte
   // PMPI_Allreduce decides on every rank, so the finalize exchange is made by all or none. It
   // runs under HIER_DISABLE=1 too (finalize_libhier runs on passive ranks as well): a rank
@@ -157,6 +160,7 @@ void finalize_libhier() {
     g_runtime.finalize_seen = true;
   }
   diag::watch_finalize();
+  diag::flight_finalize();
   diag::sites_finalize();  // PMPI on MPI_COMM_WORLD: every rank is in MPI_Finalize
   const config::Config& cfg = config::get();
   if (!cfg.report.empty()) diag::write_report(cfg, g_runtime.world_rank, g_runtime.world_size, g_runtime.mpi_library);

@@ -31,7 +31,7 @@ CallSlot* this_thread_slot() {
 void watch_begin(CallSlot* s, int fn, MPI_Comm comm, int64_t count, int root, const void* ra, uint64_t t0_ns) {
   CommWatch* w = watch_comm(comm);
   if (!w) return;
-  const uint64_t seq = watch_next_seq(w, fn, count, root);
+  const uint64_t seq = watch_take_number(w, fn, count, root);
   const uint64_t g0 = s->gen.load(std::memory_order_relaxed);
   s->gen.store(g0 + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);

@@ -32,6 +32,9 @@ Comms* g = nullptr;  // never freed: the watchdog thread may outlive finalize at
 thread_local MPI_Comm tl_last_comm __attribute__((tls_model("initial-exec"))) = MPI_COMM_NULL;
 thread_local CommWatch* tl_last_watch __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local uint64_t tl_last_epoch __attribute__((tls_model("initial-exec"))) = 0;
+// The number the flight recorder gave this thread's call in progress (watch_number_call).
+thread_local CommWatch* tl_numbered_comm __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local uint64_t tl_numbered_seq __attribute__((tls_model("initial-exec"))) = 0;
 
 int delete_attr(MPI_Comm, int, void* val, void*) {
   auto* w = static_cast<CommWatch*>(val);
@@ -110,6 +113,19 @@ uint64_t watch_next_seq(CommWatch* w, int fn, int64_t count, int root) {
   w->sig[seq % CommWatch::kSigRing].store(call_signature(base_fn(fn), count, root), std::memory_order_relaxed);
   return seq;
 }
+
+uint64_t watch_number_call(CommWatch* w, int fn, int64_t count, int root) {
+  tl_numbered_comm = w;
+  return tl_numbered_seq = watch_next_seq(w, fn, count, root);
+}
+
+uint64_t watch_take_number(CommWatch* w, int fn, int64_t count, int root) {
+  if (tl_numbered_comm != w) return watch_next_seq(w, fn, count, root);
+  tl_numbered_comm = nullptr;
+  return tl_numbered_seq;
+}
+
+void watch_forget_number() { tl_numbered_comm = nullptr; }
 
 CommWatch* comm_by_key(uint64_t key) {
   if (!g) return nullptr;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "diag/flight.hpp"
+#include "diag/side_channel.hpp"
 #include "diag/watch_state.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
@@ -19,10 +21,17 @@ namespace {
 
 std::string clean(const std::string& s) { return clean_text(s); }
 
+// The flight recorder's fields (recent_sites recent_calls), within what the answer may carry.
+std::string flight_fields(uint64_t key, size_t used) {
+  constexpr size_t kRoom = channel::kMaxAnswerBytes - 1024;  // the channel's header and MAC
+  return '\t' + flight_answer(key, /*resolve=*/true, used < kRoom ? kRoom - used : 0);
+}
+
 }  // namespace
 
 // Tab-separated fields:
 //  known seq_on_comm sig_at_asked_seq in_call fn call_key call_seq count root elapsed_ms site doing in_mpi
+// and, in a full answer, recent_sites recent_calls (flight_compare.hpp's encoding)
 // (rank and pid travel in the side channel's own header). `brief`: only whether and where this
 // rank is in a collective, without reading its stack or starting addr2line.
 std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
@@ -46,7 +55,9 @@ std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
     const std::string site = brief || !cv.ra ? "" : where::describe(where::resolve({cv.ra})[0]);
     o << 1 << '\t' << fn_name(cv.fn) << '\t' << cv.comm->key << '\t' << cv.seq << '\t' << cv.count << '\t' << cv.root
       << '\t' << (watch_now_ns() - cv.t0_ns) / 1000000 << '\t' << clean(site) << '\t' << "" << '\t' << 0;
-    return o.str();
+    if (brief) return o.str();
+    const std::string head = o.str();
+    return head + flight_fields(key, head.size());
   }
   o << 0 << '\t' << "" << '\t' << 0 << '\t' << 0 << '\t' << -1 << '\t' << -1 << '\t' << 0 << '\t';
   if (brief) return o.str() + "\t\t0";
@@ -76,12 +87,14 @@ std::string status_line(uint64_t key, uint64_t asked_seq, bool brief) {
   if (!t.syscall.empty()) doing += " in " + t.syscall + "()";
   if (!site.empty()) doing += " at " + site;
   o << clean(site) << '\t' << clean(doing) << '\t' << (mpi_call.empty() ? 0 : 1);
-  return o.str();
+  const std::string head = o.str();
+  return head + flight_fields(key, head.size());
 }
 
 bool parse_status(const std::string& line, MemberStatus& m) {
   const std::vector<std::string> f = util::split(line, '\t');
-  if (f.size() != 13) return false;
+  if (f.size() != 13 && f.size() != 15) return false;
+  if (f.size() == 15 && !decode_recent(f[13], f[14], m.recent)) return false;
   m.known = f[0] == "1";
   m.seq_on_comm = std::strtoull(f[1].c_str(), nullptr, 10);
   m.sig_at_seq = std::strtoull(f[2].c_str(), nullptr, 10);

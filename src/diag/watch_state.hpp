@@ -39,6 +39,12 @@ void comm_watch_init();
 CommWatch* watch_comm(MPI_Comm comm);
 // The next sequence number on `w`, with the call's signature recorded for the mismatch check.
 uint64_t watch_next_seq(CommWatch* w, int fn, int64_t count, int root);
+// The flight recorder numbers a call before the watchdog's bookkeeping sees it: the number is
+// kept for this thread's call until taken (watch_take_number: the same number for the same
+// communicator, else the next one) or forgotten at the call's end.
+uint64_t watch_number_call(CommWatch* w, int fn, int64_t count, int root);
+uint64_t watch_take_number(CommWatch* w, int fn, int64_t count, int root);
+void watch_forget_number();
 // A watched communicator by its key (nullptr: none this rank knows).
 CommWatch* comm_by_key(uint64_t key);
 uint64_t watch_now_ns();  // CLOCK_MONOTONIC, the clock of every t0_ns
