@@ -77,7 +77,8 @@ CommWatch* watch_of(MPI_Comm comm) {
   if (comm == tl_last_comm && ep == tl_last_epoch) return tl_last_watch;
   void* v = nullptr;
   int found = 0;
-  PMPI_Comm_get_attr(comm, g->keyval, &v, &found);
+  // An invalid handle (the call itself then fails in the MPI): no state for it.
+  if (PMPI_Comm_get_attr(comm, g->keyval, &v, &found) != MPI_SUCCESS) return nullptr;
   CommWatch* w = found ? static_cast<CommWatch*>(v) : create_watch(comm);
   tl_last_comm = comm;
   tl_last_watch = w;
