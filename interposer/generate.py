@@ -163,6 +163,8 @@ def gen_c_wrappers(funcs, family):
     out = [HEADER, "#include <mpi.h>\n", '#include "core/errors.hpp"', '#include "core/tools.hpp"', '#include "core/wrap.hpp"', f'#include "core/{DISPATCH[family].replace("lifecycle", "lifecycle")}.hpp"\n'
            if family != "init" else '#include "core/lifecycle.hpp"\n']
     out[-1] = out[-1] if family == "init" else f'#include "core/{DISPATCH[family]}.hpp"\n'
+    if family in ("coll", "icoll"):
+        out.append('#include "diag/flight.hpp"')
     if family == "coll":
         out.append('#include "diag/sites.hpp"\n')
     if family in ("coll", "icoll"):
@@ -208,6 +210,12 @@ def gen_c_wrappers(funcs, family):
             names = [p.name for p in f.params]
             cnt = next((f"static_cast<int64_t>({n})" for n in ("count", "recvcount", "sendcount") if n in names), "-1")
             root = "root" if "root" in names else "-1"
+            persistent = f.short.endswith("_init") or "_init_" in f.short
+            flight = family in ("coll", "icoll") and has_comm and not persistent
+            if flight:
+                # The flight recorder (diag/flight.hpp): first, so that it numbers the call.
+                nb = "true" if family == "icoll" else "false"
+                out.append(f"  hier::diag::FlightScope fscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, hier_site, {nb});")
             if diag:
                 # Call-site timing (HIER_REPORT / HIER_WATCHDOG) and the hang watchdog's sequence
                 # number, signature and call site (diag/sites.hpp).
@@ -215,7 +223,6 @@ def gen_c_wrappers(funcs, family):
             if family in ("coll", "icoll") and has_comm:
                 # HIER_TRACE's slice of the call (diag/trace.hpp): off, one flag test.
                 out.append(f"  hier::diag::trace::CallScope tscope(static_cast<int>(hier::Fn::{f.short}), hier_site);")
-            persistent = f.short.endswith("_init") or "_init_" in f.short
             if family == "icoll" and has_comm and not persistent:
                 # The hang watchdog: the sequence number now, kept with the request (diag/watch.hpp).
                 out.append(f"  hier::diag::StartScope sscope(static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, hier_site);")
@@ -236,6 +243,8 @@ def gen_c_wrappers(funcs, family):
                 out.append(f"    hier::core::record(hier::Fn::{f.short}, o, nbytes);")
                 if diag:
                     out.append("    dscope.set_bytes(nbytes);")
+                if flight:
+                    out.append("    fscope.set_bytes(nbytes);")
             if req_watch and req_watch[2]:
                 out.append(f"    if (o.rc == MPI_SUCCESS) {{ {req_watch[2]} }}")
             if family == "icoll" and has_comm:
@@ -243,7 +252,7 @@ def gen_c_wrappers(funcs, family):
                     out.append(f"    if (hier::diag::g_watch_on && o.rc == MPI_SUCCESS) hier::diag::watch_persistent_made("
                                f"static_cast<int>(hier::Fn::{f.short}), comm, {cnt}, {root}, request);")
                 else:
-                    out.append("    if (o.rc == MPI_SUCCESS) sscope.started(request);")
+                    out.append("    if (o.rc == MPI_SUCCESS) { sscope.started(request); fscope.started(); }")
             if has_comm and family in ("coll", "icoll"):
                 # A hierarchical schedule's errors come from libhier's level communicators, and
                 # libhier's own (o.own: staging) come from no MPI call: the user's communicator's

@@ -65,6 +65,7 @@ struct Config {
   std::string trace;        // HIER_TRACE: template, %h %p %r; empty = no trace (diag/trace.hpp)
   double watchdog_s = 0.0;  // 0 = off
   std::string watchdog_if;  // HIER_WATCHDOG_IF: the side channel's interface; empty = the one reaching the other nodes
+  int flight = 64;          // HIER_FLIGHT: collective calls kept per thread; 0 = off
   int64_t chunk_bytes = -1; // pipeline chunk size; -1 = auto (the model's candidates, model/plan.hpp), 0 = off
   std::string tune_file;    // measured performance model (JSON); empty = built-in defaults
   int64_t quant_feedback_cap = 0;  // HIER_QUANT_FEEDBACK: bytes of residuals kept per process; 0 = off

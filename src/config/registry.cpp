@@ -182,6 +182,15 @@ std::string apply_quant_block(const std::string& v, Config& c) {
   return {};
 }
 
+std::string apply_flight(const std::string& v, Config& c) {
+  const std::string s = trim(v);
+  char* end = nullptr;
+  const long x = std::strtol(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || x < 0 || x > 4096) return "not a number of calls from 0 to 4096";
+  c.flight = static_cast<int>(x);
+  return {};
+}
+
 std::string apply_watchdog(const std::string& v, Config& c) {
   const std::string s = trim(v);
   char* end = nullptr;
@@ -283,6 +292,9 @@ const VarSpec kVars[] = {
      c.watchdog_if = s;
      return std::string();
    }},  // a local choice: interface names differ between nodes
+  {"HIER_FLIGHT", "64", "0 (off) or a number of calls from 1 to 4096",
+   "Flight recorder: each thread keeps its last this many collective calls (call, communicator, sequence number, count, bytes, call site, state); the hang report shows every reachable rank's and the first call at which the ranks disagree (docs/diagnostics.md).",
+   apply_flight},
   {"HIER_TUNE_FILE", "", "a path to a JSON file written by hier-tune",
    "Machine model (libhier-tune/2, docs/tune-file.md) for the collectives planner and the datatype engine; the built-in model of the MPI family when unset.",
    [](const std::string& v, Config& c) { if (trim(v).empty()) return std::string("empty path"); c.tune_file = v; return std::string(); },

@@ -12,6 +12,7 @@
 #include "core/agree_config.hpp"
 #include "core/tools.hpp"
 #include "base/hooks.hpp"
+#include "diag/flight.hpp"
 #include "diag/log.hpp"
 #include "diag/report.hpp"
 #include "diag/sites.hpp"
@@ -105,6 +106,8 @@ void initialize(bool world_model, bool at_init) {
   }
   // HIER_TRACE (agreed above, so the finalize clock exchange is made by all ranks or none).
   if (world_model && at_init && !cfg.disable && !cfg.trace.empty() && !config_differs()) diag::trace::trace_init(true);
+  // The flight recorder (HIER_FLIGHT): per-thread rings of the last collective calls.
+  if (world_model && at_init && !cfg.disable) diag::flight_init(cfg.flight);
   // Call-site timing for the report (stragglers, the finalize mismatch check): one 4-byte
   // PMPI_Allreduce decides on every rank, so the finalize exchange is made by all or none. It
   // runs under HIER_DISABLE=1 too (finalize_libhier runs on passive ranks as well): a rank
@@ -162,6 +165,7 @@ void finalize_libhier() {
     g_runtime.finalize_seen = true;
   }
   diag::watch_finalize();
+  diag::flight_finalize();
   diag::sites_finalize();  // PMPI on MPI_COMM_WORLD: every rank is in MPI_Finalize
   diag::trace::trace_finalize(g_runtime.world_rank, g_runtime.world_size);  // PMPI too (clock offsets)
   const config::Config& cfg = config::get();

@@ -18,6 +18,59 @@ std::string sig_text(const std::string& fn, long long count, int root) {
   return s + ")";
 }
 
+// The flight recorder's part: every answering member's recent calls (JSON) and where their calls
+// on this communicator first part (JSON and log lines; the members named there, their last calls).
+void add_flight(const HangCall& call, const std::vector<MemberStatus>& ms, nlohmann::json& j,
+                std::vector<std::string>& lines) {
+  using nlohmann::json;
+  json jr = json::array();
+  for (const MemberStatus& m : ms) {
+    if (m.reach != MemberStatus::Ok || m.recent.empty()) continue;
+    json calls = json::array();
+    for (const RecentCall& c : m.recent) {
+      json e = {{"call", clean_text(c.call, 64)}, {"sequence", c.seq}, {"communicator", c.comm}, {"state", recent_state_name(c.state)}};
+      if (c.count >= 0) e["count"] = c.count;
+      if (c.root >= 0) e["root"] = c.root;
+      if (c.state == 'C') e["bytes"] = c.bytes;
+      if (!c.site.empty()) e["call_site"] = clean_text(c.site);
+      calls.push_back(e);
+    }
+    jr.push_back({{"rank", m.world}, {"calls", calls}});
+  }
+  if (jr.empty()) return;
+  j["recent_calls"] = jr;
+  const Divergence d = find_divergence(ms, call.key, call.seq);
+  if (d.kind == Divergence::None) return;
+  static const char* kKinds[] = {"none", "different_calls", "different_call_sites", "never_entered"};
+  json jd = {{"kind", kKinds[d.kind]}, {"sequence", d.seq}};
+  json jg = json::array(), jn = json::array();
+  std::string line = "  flight recorder: ";
+  if (d.kind == Divergence::NeverEntered) {
+    line += "first call not entered by every rank: #" + std::to_string(d.seq) + " " + d.groups[0].call +
+            (d.groups[0].site.empty() ? "" : " at " + d.groups[0].site) + " (entered by ranks " +
+            ranks_text(d.groups[0].ranks) + ")";
+  } else {
+    line += std::string("the ranks first disagree at #") + std::to_string(d.seq) +
+            (d.kind == Divergence::DifferentSites ? " (same call, other call sites):" : ":");
+    for (const Divergence::Group& g : d.groups)
+      line += " rank" + std::string(g.ranks.size() > 1 ? "s " : " ") + ranks_text(g.ranks) + " called " + g.call +
+              (g.site.empty() ? "" : " at " + g.site) + ";";
+  }
+  for (const Divergence::Group& g : d.groups) {
+    json e = {{"call", g.call}, {"ranks", g.ranks}};
+    if (!g.site.empty()) e["call_site"] = g.site;
+    jg.push_back(e);
+  }
+  lines.push_back(line);
+  for (const Divergence::Note& n : d.notes) {
+    jn.push_back({{"rank", n.rank}, {"what", n.what}});
+    lines.push_back("  flight recorder: rank " + std::to_string(n.rank) + " " + n.what);
+  }
+  jd["calls"] = jg;
+  jd["ranks"] = jn;
+  j["divergence"] = jd;
+}
+
 }  // namespace
 
 uint64_t call_signature(int base_fn, int64_t count, int root) {
@@ -159,6 +212,7 @@ HangReport build_hang_report(const HangCall& call, const std::vector<MemberStatu
     out.lines.push_back(mm);
     j["mismatch"] = jmm;
   }
+  add_flight(call, ms, j, out.lines);
   ev.mismatch = sigs.size() > 1;
   const C4Verdict at_report = classify_hang(ev);
   out.lines.push_back(std::string("  class: ") + c4_text(at_report.cls) + ": " + at_report.basis);

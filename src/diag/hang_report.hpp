@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "diag/flight_compare.hpp"
+
 namespace hier::diag {
 
 // What one member answered about communicator `key` (or how it failed to).
@@ -28,6 +30,7 @@ struct MemberStatus {
   long elapsed_ms = 0;
   std::string site, doing;     // file:line of the call / what the main thread does when not in one
   bool in_mpi = false;         // not in a collective, but its main thread's stack shows another MPI call
+  std::vector<RecentCall> recent;  // its flight recorder's calls, oldest first (HIER_FLIGHT)
 };
 
 // A collective's signature as kept per sequence number: function (its blocking base), count, root.
@@ -54,7 +57,9 @@ struct HangReport {
 };
 
 // `members`: one answer per member, in communicator order. Every missing member gets one state:
-// not_arrived, in_other_collective, ahead, not_responding or gone. The report carries C4's class
+// not_arrived, in_other_collective, ahead, not_responding or gone. With the flight recorder's
+// calls in the answers: every member's `recent_calls` and the first `divergence` between them
+// (flight_compare.hpp), also as log lines. The report carries C4's class
 // (c4_class.hpp) of that evidence; `completed_after_s` >= 0: the call completed after the report,
 // this long after it began (the watchdog rebuilds the report then: the class becomes the slow one,
 // the class at the report is kept as `reported_class`).

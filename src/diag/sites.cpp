@@ -23,6 +23,7 @@
 #include "diag/straggler.hpp"
 #include "diag/where.hpp"
 #include "hier/fn.hpp"
+#include "util/fnv.hpp"
 
 namespace hier::diag {
 
@@ -62,12 +63,6 @@ std::vector<Site> g_sites;  // this rank's, resolved
 uint64_t g_dropped = 0;
 std::string g_stragglers, g_check;  // rank 0's sections (JSON text), "" until computed
 
-uint64_t fnv(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // This rank's call sites, resolved to file:line (addr2line) and merged by (function, site).
 std::vector<Site> collect_sites(uint64_t& dropped) {
   const std::vector<TimedSite> raw = timed_sites(dropped);
@@ -94,7 +89,7 @@ std::vector<Site> collect_sites(uint64_t& dropped) {
     } else {
       s.fn = raw[i].fn;
       s.name = name;
-      s.key = fnv(std::string(fn_name(raw[i].fn)) + "@" + key);
+      s.key = util::fnv1a(std::string(fn_name(raw[i].fn)) + "@" + key);
       s.win = raw[i].win;
     }
     s.calls += raw[i].calls;

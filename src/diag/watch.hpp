@@ -1,8 +1,9 @@
 // Hang watchdog, hot path (HIER_WATCHDOG=seconds). Each blocking collective records, in a few
 // plain stores and one attribute lookup, which communicator it runs on, its sequence number
 // there, a signature (function, count, root) and its call site (the return address into the
-// caller). A thread per rank (watch.cpp) reads that state, never calls MPI, and talks to the
-// other ranks over a TCP side channel when a collective has waited past the limit.
+// caller). A thread per rank (watchdog.cpp) reads that state, never calls MPI, and talks to the
+// other ranks over a TCP side channel when a collective has waited past the limit
+// (hang_investigation.cpp). The files and their jobs: diag/watch_state.hpp.
 // Watchdog off: not reached (DiagScope, diag/sites.hpp, tests g_watch_on).
 #pragma once
 

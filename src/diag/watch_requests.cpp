@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "diag/call_site.hpp"
+#include "diag/flight.hpp"
 #include "diag/watch.hpp"
 #include "diag/watch_state.hpp"
 #include "hier/fn.hpp"
@@ -19,6 +20,7 @@ namespace {
 struct Pending : PendingCall {
   MPI_Request handle = MPI_REQUEST_NULL;
   bool persistent = false;
+  FlightRef flight;  // the call in the flight recorder, marked completed with the request
 };
 
 // More outstanding collective requests than this are not watched (the list is searched linearly).
@@ -35,11 +37,12 @@ Pending* find(MPI_Request h) {
   return nullptr;
 }
 
-void start(Pending& p) {
+void start(Pending& p, const void* ra) {
   p.seq = watch_next_seq(p.comm, p.fn, p.count, p.root);
   p.t0_ns = 0;
   p.ra = nullptr;
   p.id = g_next_id++;
+  p.flight = flight_started(p.fn, p.comm->key, p.seq, p.count, p.root, ra);
 }
 
 
@@ -71,7 +74,7 @@ void StartScope::begin(int fn, MPI_Comm comm, int64_t count, int root, const voi
     slot_ = s;
     seq_ = s->call.seq;
   } else {
-    seq_ = watch_next_seq(w, fn, count, root);
+    seq_ = watch_take_number(w, fn, count, root);
   }
 }
 
@@ -87,6 +90,7 @@ void StartScope::keep(const MPI_Request* req) noexcept {
     p->count = count_;
     p->root = root_;
     p->id = g_next_id++;
+    p->flight = flight_current();
   } catch (...) {  // out of memory: this request goes unwatched
   }
 }
@@ -115,7 +119,7 @@ void RequestScope::begin(int fn, int n, MPI_Request* r, const void* ra) noexcept
       Pending* p = find(r[i]);
       if (!p) continue;
       if (starts) {
-        if (p->persistent) start(*p);
+        if (p->persistent) start(*p, ra);
         continue;
       }
       if (p->seq && !p->t0_ns && b != Fn::Request_free && b != Fn::Cancel) {
@@ -140,6 +144,7 @@ void RequestScope::end() noexcept {
     if (!done) continue;
     Pending* p = find(h);
     if (!p) continue;
+    flight_mark_completed(p->flight);
     if (p->persistent && r_[i] != MPI_REQUEST_NULL) {  // inactive until its next MPI_Start
       p->seq = 0;
       p->t0_ns = 0;

@@ -160,6 +160,19 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD); /* SITE:barrier_mm */
     free(buf);
     free(out);
+  } else if (!strcmp(mode, "skip")) {
+    /* A mismatched call order: rank 1 skips the second of three allreduces, so that its third
+     * completes the others' second; the others then wait in their third while rank 1 is out of
+     * MPI, until it makes one more (once the driver has the report). The flight recorder names
+     * the skipped call. */
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (rank != victim) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:skip_skipped */
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* SITE:skip_third */
+    if (rank == victim) {
+      fault_marker(rank, "skip");
+      DOZE(secs); /* SITE:skip_late */
+      MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
   } else if (!strcmp(mode, "split")) {
     MPI_Comm half;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);

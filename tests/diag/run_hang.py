@@ -7,7 +7,7 @@ does. The job then ends as it would without libhier (a clean exit where the prog
 killed by this script where it would hang forever).
 
 usage: run_hang.py --mpi openmpi|mpich --mpiexec PATH --lib libhier.so --exe hang --src hang.c MODE
-MODE: none sleep stop kill mismatch split cslow hostile symlink isleep isleep_thread itest istop imismatch ipersist
+MODE: none sleep stop kill mismatch skip split cslow hostile symlink isleep isleep_thread itest istop imismatch ipersist
   Each checks C4's class in the report (docs/diagnostics.md "The four classes"): mismatch,
     imismatch: communication hang; kill: non-communication hang; the sleep and stop cases:
     non-communication hang, then, when the late rank arrives, the ENDED line and the file's class
@@ -18,6 +18,8 @@ MODE: none sleep stop kill mismatch split cslow hostile symlink isleep isleep_th
     names the collective, the waiting ranks at their MPI_Wait / MPI_Test line, the sleeping rank;
   isleep_thread: isleep with HIER_PROGRESS=thread (MPI_THREAD_MULTIPLE);
   istop, imismatch: the stop and mismatch cases with MPI_Iallreduce (rank 1 MPI_Ibcast) + MPI_Wait;
+  skip: a mismatched call order, rank 1 skips one allreduce: the flight recorder (HIER_FLIGHT)
+    gives every rank's recent calls and names the skipped call (its line) and rank 1;
   ipersist: the sleep case with a persistent MPI_Allreduce_init + MPI_Start + MPI_Wait (MPI-4).
   hostile: before the sleep case, while every rank waits outside MPI, hostile clients talk to each
     rank's side channel (hostile.py): none may get a byte back beyond the challenge, no socket may
@@ -395,6 +397,30 @@ def main():
                      "communication_hang")
         # The job would hang without libhier; this script ended it.
         print("PASS: mismatch reported")
+        return
+
+    if a.mode == "skip":
+        # World collectives #1-3 (no fault), #4, #5 the skipped call (rank 1: its third), #6.
+        skipped, third = site_line(a.src, "skip_skipped"), site_line(a.src, "skip_third")
+        expect(j["collective"] == "MPI_Allreduce" and j["sequence"] == 6, f"the hang: {j['collective']} #{j['sequence']}")
+        expect(list(missing) == [1] and sorted(waiting) == [0, 2, 3], f"missing {list(missing)}, waiting {sorted(waiting)}")
+        recent = {e["rank"]: e["calls"] for e in j.get("recent_calls", [])}
+        expect(sorted(recent) == list(range(NP)), f"recent calls of ranks {sorted(recent)}, expected every rank")
+        for r, calls in recent.items():
+            world = [c for c in calls if c["communicator"] == j["communicator"]["key"]]
+            want_n = 5 if r == 1 else 6
+            expect([c["sequence"] for c in world] == list(range(1, want_n + 1)),
+                   f"rank {r}'s recent calls on the communicator: {[c['sequence'] for c in world]}")
+            expect(world[-1]["state"] == ("completed" if r == 1 else "entered"), f"rank {r}'s last call {world[-1]}")
+            expect(world[-1]["call_site"].startswith(third), f"rank {r}'s last call site {world[-1]}, expected {third}")
+        d = j.get("divergence", {})
+        expect(d.get("sequence") == 5 and d.get("kind") == "different_call_sites", f"divergence {d}")
+        notes = {n["rank"]: n["what"] for n in d.get("ranks", [])}
+        want = f"skipped MPI_Allreduce(count 1) at {skipped}"
+        expect(list(notes) == [1] and notes[1].startswith(want), f"divergence names {notes}, expected rank 1: {want}")
+        expect(any(f"flight recorder: rank 1 {want}" in l for _, s, l in lines), "no log line names the skipped call")
+        expect(rc == 0 and "DONE" in out, f"the job must finish normally after the late call: rc={rc}")
+        print("PASS: skip")
         return
 
     if a.mode == "cslow":

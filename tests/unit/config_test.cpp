@@ -138,6 +138,15 @@ TEST(Config, Watchdog) {
             std::string::npos);
 }
 
+TEST(Config, Flight) {
+  EXPECT_EQ(ok({}).flight, 64);
+  EXPECT_EQ(ok({{"HIER_FLIGHT", "0"}}).flight, 0);
+  EXPECT_EQ(ok({{"HIER_FLIGHT", "4096"}}).flight, 4096);
+  for (const char* v : {"-1", "many", "", "4097", "1e3", "64k"}) bad("HIER_FLIGHT", v);
+  EXPECT_NE(bad("HIER_FLIGHT", "4097").find("HIER_FLIGHT='4097' is invalid (not a number of calls from 0 to 4096)"),
+            std::string::npos);
+}
+
 TEST(Config, Chunk) {
   EXPECT_EQ(ok({}).chunk_bytes, -1);
   EXPECT_EQ(ok({{"HIER_CHUNK", "auto"}}).chunk_bytes, -1);

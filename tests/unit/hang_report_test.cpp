@@ -264,3 +264,155 @@ TEST(PickInvestigator, SimulatedThousandRanks) {
     EXPECT_FALSE(j.contains("mismatch"));
   }
 }
+
+// ---- the flight recorder's calls (flight_compare.hpp) ----------------------------------------
+namespace {
+
+RecentCall rc(uint64_t seq, const char* site, long long count = 1, const char* call = "MPI_Allreduce", char st = 'C') {
+  RecentCall c;
+  c.call = call;
+  c.comm = kKey;
+  c.seq = seq;
+  c.count = count;
+  c.state = st;
+  c.site = site;
+  c.bytes = 8;
+  return c;
+}
+
+// Calls #1..#n at a.c:1, a.c:2, ... (the last one entered, the rank waits in it).
+std::vector<RecentCall> run(uint64_t n, bool last_entered = true) {
+  static std::vector<std::string> sites;
+  for (uint64_t i = sites.size(); i <= n + 2; ++i) sites.push_back("a.c:" + std::to_string(i));
+  std::vector<RecentCall> v;
+  for (uint64_t s = 1; s <= n; ++s) v.push_back(rc(s, sites[s].c_str(), 1, "MPI_Allreduce", s == n && last_entered ? 'E' : 'C'));
+  return v;
+}
+
+}  // namespace
+
+TEST(Flight, EncodeDecodeRoundTrip) {
+  std::vector<RecentCall> v = run(5);
+  v.push_back(rc(2, "b.c:7 (f, g)", -1, "MPI_Bcast"));
+  v.back().comm = 0x77;
+  v.back().root = 3;
+  const std::string wire = encode_recent(v, kKey, 16384);
+  EXPECT_EQ(wire.find('\n'), std::string::npos);
+  const size_t tab = wire.find('\t');
+  ASSERT_NE(tab, std::string::npos);
+  EXPECT_EQ(wire.find('\t', tab + 1), std::string::npos);  // exactly two fields
+  std::vector<RecentCall> back;
+  ASSERT_TRUE(decode_recent(wire.substr(0, tab), wire.substr(tab + 1), back));
+  ASSERT_EQ(back.size(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(back[i].call, v[i].call);
+    EXPECT_EQ(back[i].comm, v[i].comm);
+    EXPECT_EQ(back[i].seq, v[i].seq);
+    EXPECT_EQ(back[i].count, v[i].count);
+    EXPECT_EQ(back[i].root, v[i].root);
+    EXPECT_EQ(back[i].state, v[i].state);
+    EXPECT_EQ(back[i].site, v[i].site);
+  }
+  std::vector<RecentCall> bad;
+  EXPECT_FALSE(decode_recent("", "MPI_Allreduce,1,2", bad));
+  EXPECT_FALSE(decode_recent("", "rm -rf,1,2,3,4,5,C,0", bad));
+}
+
+// Within the answer's room, the calls on the asked communicator stay and the oldest go first.
+TEST(Flight, EncodeKeepsTheAskedCommunicatorsNewestCalls) {
+  std::vector<RecentCall> v;
+  for (uint64_t s = 1; s <= 200; ++s) {
+    v.push_back(rc(s, "a.c:1"));
+    RecentCall o = rc(s, "a.c:2");
+    o.comm = 0x99;
+    v.push_back(o);
+  }
+  const std::string wire = encode_recent(v, kKey, 2000);
+  EXPECT_LE(wire.size(), 2000u);
+  std::vector<RecentCall> back;
+  ASSERT_TRUE(decode_recent(wire.substr(0, wire.find('\t')), wire.substr(wire.find('\t') + 1), back));
+  ASSERT_FALSE(back.empty());
+  for (const RecentCall& c : back) EXPECT_EQ(c.comm, kKey);
+  EXPECT_EQ(back.back().seq, 200u);
+}
+
+// Rank 1 skipped the call at a.c:5 (#5 of the others): its #5 is their #6.
+TEST(Flight, NamesTheRankThatSkippedACall) {
+  std::vector<MemberStatus> ms;
+  for (int r = 0; r < 4; ++r) {
+    MemberStatus m = r == 1 ? missing(r) : waiting(r);
+    m.recent = run(6);
+    if (r == 1) {
+      m.recent = run(4, false);
+      m.recent.push_back(rc(5, "a.c:6"));
+      m.seq_on_comm = 5;
+    }
+    ms.push_back(m);
+  }
+  const Divergence d = find_divergence(ms, kKey, 6);
+  EXPECT_EQ(d.kind, Divergence::DifferentSites);
+  EXPECT_EQ(d.seq, 5u);
+  ASSERT_EQ(d.groups.size(), 2u);
+  EXPECT_EQ(d.groups[0].ranks, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(d.groups[0].site, "a.c:5");
+  EXPECT_EQ(d.groups[1].ranks, (std::vector<int>{1}));
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].rank, 1);
+  EXPECT_EQ(d.notes[0].what, "skipped MPI_Allreduce(count 1) at a.c:5 (#5)");
+  // In the report: the recent calls of every member, the divergence and its lines.
+  HangCall c = call_of(4);
+  c.seq = 6;
+  c.count = 1;
+  const HangReport r = build_hang_report(c, ms);
+  const json j = json::parse(r.json);
+  ASSERT_EQ(j["recent_calls"].size(), 4u);
+  EXPECT_EQ(j["recent_calls"][1]["rank"], 1);
+  EXPECT_EQ(j["recent_calls"][1]["calls"].size(), 5u);
+  EXPECT_EQ(j["recent_calls"][0]["calls"][5]["state"], "entered");
+  EXPECT_EQ(j["divergence"]["kind"], "different_call_sites");
+  EXPECT_EQ(j["divergence"]["sequence"], 5);
+  EXPECT_EQ(j["divergence"]["ranks"][0]["rank"], 1);
+  bool named = false;
+  for (const std::string& l : r.lines) named = named || l == "  flight recorder: rank 1 skipped MPI_Allreduce(count 1) at a.c:5 (#5)";
+  EXPECT_TRUE(named);
+  EXPECT_EQ(r.lines.back().rfind("  class: ", 0), 0u);  // the class stays the last line
+}
+
+// Different collectives at one sequence number: the first one named, with who called what.
+TEST(Flight, NamesTheFirstDifferentCall) {
+  std::vector<MemberStatus> ms = {waiting(0), waiting(1), waiting(2)};
+  for (MemberStatus& m : ms) m.recent = run(4);
+  ms[2].recent[2] = rc(3, "a.c:3", 4, "MPI_Bcast");
+  const Divergence d = find_divergence(ms, kKey, 4);
+  EXPECT_EQ(d.kind, Divergence::DifferentCalls);
+  EXPECT_EQ(d.seq, 3u);
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].rank, 2);
+  EXPECT_EQ(d.notes[0].what,
+            "called MPI_Bcast(count 4) at a.c:3 instead of MPI_Allreduce(count 1) at a.c:3 (#3)");
+}
+
+// The same calls as far as each went: the first call a rank never entered.
+TEST(Flight, NamesTheFirstCallARankNeverEntered) {
+  std::vector<MemberStatus> ms = {waiting(0), missing(1)};
+  ms[0].recent = run(4);
+  ms[1].recent = run(3, false);
+  const Divergence d = find_divergence(ms, kKey, 4);
+  EXPECT_EQ(d.kind, Divergence::NeverEntered);
+  EXPECT_EQ(d.seq, 4u);
+  ASSERT_EQ(d.groups.size(), 1u);
+  EXPECT_EQ(d.groups[0].call, "MPI_Allreduce(count 1)");
+  EXPECT_EQ(d.groups[0].site, "a.c:4");
+  EXPECT_EQ(d.groups[0].ranks, (std::vector<int>{0}));
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_EQ(d.notes[0].what, "never entered MPI_Allreduce(count 1) at a.c:4 (#4)");
+}
+
+// Nothing to compare (no recorder, one member answering): no divergence, no section.
+TEST(Flight, NoCallsNoDivergence) {
+  std::vector<MemberStatus> ms = {waiting(0), missing(1)};
+  EXPECT_EQ(find_divergence(ms, kKey, 4).kind, Divergence::None);
+  const json j = report_of(ms);
+  EXPECT_FALSE(j.contains("recent_calls"));
+  EXPECT_FALSE(j.contains("divergence"));
+}
