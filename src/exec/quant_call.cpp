@@ -156,7 +156,7 @@ int finish(QuantCall& q, char* chk, bool request) {
 int run_blocking(QuantCall& q) {
   Context* ctx = q.ctx;
   const bool on_device = q.on_device;
-  char* mem = on_device ? ctx->dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
+  char* mem = on_device ? ctx->on_device().dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
                         : ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes)));
   if (!mem) return MPI_ERR_NO_MEM;
   // The check's copies: host memory, the context's host scratch on a device binding too.

@@ -11,7 +11,6 @@
 // device runs a small one).
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -63,13 +62,29 @@ __global__ void pack_kernel(ProgramView v, char* strided, char* packed, int64_t 
   }
 }
 
-// The program in device memory: its arrays and the prefix tables, one allocation.
+// The program in device memory: its arrays and the prefix tables, one allocation, copied from
+// one host image that the program keeps until discard (the copy is asynchronous). `ready`: an
+// event recorded after the copy, which every pack or unpack waits for on its own stream.
 struct DeviceProgram {
   ProgramView view;
   void* mem = nullptr;
+  char* image = nullptr;
+  GPU(Event_t) ready = nullptr;
 };
 
-int upload(const device::BlockProgram* p, void** out) {
+void discard(void* prog) {
+  auto* dp = static_cast<DeviceProgram*>(prog);
+  if (!dp) return;
+  if (dp->ready) {
+    (void)GPU(EventSynchronize)(dp->ready);  // the copy reads `image` and writes `mem`
+    (void)GPU(EventDestroy)(dp->ready);
+  }
+  if (dp->mem) (void)GPU(Free)(dp->mem);
+  delete[] dp->image;
+  delete dp;
+}
+
+int upload(const device::BlockProgram* p, void** out, void* stream) {
   // The arrays' sizes: the program stores only pointers, so they are found by walking it.
   int32_t n_items = 0, n_seqs = 0, n_entries = 0;
   for (int32_t s = 0; s < n_seqs + 1; ++s) {  // sequence 0 exists; every group names a later one
@@ -86,20 +101,24 @@ int upload(const device::BlockProgram* p, void** out) {
   const size_t b_items = sizeof(device::Item) * n_items, b_seqs = sizeof(device::SeqRange) * n_seqs,
                b_entries = sizeof(device::GatherEntry) * n_entries, b_at = sizeof(int64_t) * n_items,
                b_eat = sizeof(int64_t) * n_entries;
+  const size_t total = b_items + b_seqs + b_entries + b_at + b_eat + 8;
   auto* dp = new (std::nothrow) DeviceProgram;
   if (!dp) return 2;
-  char* m = nullptr;
-  int rc = GPU(Malloc)(reinterpret_cast<void**>(&m), b_items + b_seqs + b_entries + b_at + b_eat + 8);
+  dp->image = new (std::nothrow) char[total];
+  int rc = dp->image ? 0 : 2;
+  if (rc == 0) rc = GPU(Malloc)(&dp->mem, total);
+  if (rc == 0) rc = GPU(EventCreateWithFlags)(&dp->ready, GPU(EventDisableTiming));
   if (rc != 0) {
-    delete dp;
+    discard(dp);
     return rc;
   }
-  dp->mem = m;
-  // Every array is 8-byte aligned (the structs' sizes are multiples of 8).
-  char* at = m;
+  // Every array is 8-byte aligned (the structs' sizes are multiples of 8), at the same offset in
+  // the image and in device memory.
+  char* const m = static_cast<char*>(dp->mem);
+  size_t at = 0;
   auto put = [&](const void* src, size_t n) {
-    char* d = at;
-    if (n && rc == 0) rc = GPU(MemcpyAsync)(d, src, n, GPU(MemcpyDefault), nullptr);
+    if (n) std::memcpy(dp->image + at, src, n);
+    char* d = m + at;
     at += n;
     return d;
   };
@@ -111,30 +130,27 @@ int upload(const device::BlockProgram* p, void** out) {
   dp->view.item_at = reinterpret_cast<const int64_t*>(put(t.item_at.data(), b_at));
   dp->view.entry_at = reinterpret_cast<const int64_t*>(put(t.entry_at.data(), b_eat));
   dp->view.grain = t.grain;
-  // The tables are host locals: every copy queued ends before they do, also when a later one
-  // could not be queued (the first copies would otherwise read freed host memory and write m).
-  const int synced = static_cast<int>(GPU(StreamSynchronize)(nullptr));
-  if (rc == 0) rc = synced;
+  const Stream s = static_cast<Stream>(stream);
+  rc = GPU(MemcpyAsync)(m, dp->image, at, GPU(MemcpyDefault), s);
+  if (rc == 0) rc = GPU(EventRecord)(dp->ready, s);
   if (rc != 0) {
-    GPU(Free)(m);
-    delete dp;
+    (void)GPU(StreamSynchronize)(s);  // a copy queued before the record failed still reads the image
+    GPU(EventDestroy)(dp->ready);
+    dp->ready = nullptr;
+    discard(dp);
     return rc;
   }
   *out = dp;
   return 0;
 }
 
-void discard(void* prog) {
-  auto* dp = static_cast<DeviceProgram*>(prog);
-  if (!dp) return;
-  GPU(Free)(dp->mem);
-  delete dp;
-}
-
 template <bool kPack>
 int run_pack(const void* prog, void* strided, int64_t count, void* packed, Stream s) {
-  const ProgramView& v = static_cast<const DeviceProgram*>(prog)->view;
+  const auto* dp = static_cast<const DeviceProgram*>(prog);
+  const ProgramView& v = dp->view;
   if (count <= 0 || v.p.size <= 0) return 0;
+  // The upload may have been queued on another stream: this one waits for it (on the device).
+  if (int rc = GPU(StreamWaitEvent)(s, dp->ready, 0)) return rc;
   // The grain, narrowed to what both pointers' alignment allows.
   int64_t g = v.grain;
   g = device::grain_of(g, static_cast<int64_t>(reinterpret_cast<uintptr_t>(strided) % 16));
@@ -188,7 +204,8 @@ int reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void
 template <int kBits, class T>
 __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char* out, unsigned long long* bad) {
   for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    if (quant::quantize_block<kBits>(x + k * b, quant::block_len(k, n, b), out + quant::record_offset(k, b, kBits)))
+    if (quant::quantize_block<kBits>(x + k * b, quant::block_len(k, n, b), out + quant::record_offset(k, b, kBits)) &&
+        bad)
       atomicAdd(bad, 1ull);
 }
 
@@ -236,32 +253,20 @@ int by_type(device::QuantType t, F&& f) {
   return 1;
 }
 
-// One counter of bad blocks in device memory, for every quantize call (they take turns).
-std::mutex g_bad_mu;
-unsigned long long* g_bad = nullptr;
-
+// No lock and no synchronize: the bad blocks are counted into the caller's counter (device
+// memory of s's device, or null), which the caller reads after its own next synchronization.
 template <class T>
-int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, int64_t* bad, Stream s) {
-  std::lock_guard<std::mutex> lk(g_bad_mu);
-  int rc = 0;
-  if (!g_bad) rc = GPU(Malloc)(reinterpret_cast<void**>(&g_bad), sizeof *g_bad);
-  unsigned long long host_bad = 0;
-  if (rc == 0) rc = GPU(MemsetAsync)(g_bad, 0, sizeof *g_bad, s);
+int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, unsigned long long* bad, Stream s) {
   const unsigned grid = blocks_for(quant::num_blocks(n, b));
   const T* xt = static_cast<const T*>(x);
   auto* o = static_cast<unsigned char*>(out);
-  if (rc == 0)
-    rc = bits == 8 ? launch(quantize_kernel<8, T>, grid, kThreads, s, xt, n, b, o, g_bad)
-                   : launch(quantize_kernel<4, T>, grid, kThreads, s, xt, n, b, o, g_bad);
-  if (rc == 0) rc = GPU(MemcpyAsync)(&host_bad, g_bad, sizeof host_bad, GPU(MemcpyDefault), s);
-  if (rc == 0) rc = GPU(StreamSynchronize)(s);
-  if (rc == 0) *bad = static_cast<int64_t>(host_bad);
-  return rc;
+  return bits == 8 ? launch(quantize_kernel<8, T>, grid, kThreads, s, xt, n, b, o, bad)
+                   : launch(quantize_kernel<4, T>, grid, kThreads, s, xt, n, b, o, bad);
 }
 
-int quantize(int bits, device::QuantType t, const void* x, int64_t n, int64_t b, void* out, int64_t* bad, void* s) {
+int quantize(int bits, device::QuantType t, const void* x, int64_t n, int64_t b, void* out, unsigned long long* bad,
+             void* s) {
   if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
-  *bad = 0;
   if (n == 0) return 0;
   return by_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -369,6 +374,10 @@ int event_destroy(void* e) { return e ? static_cast<int>(GPU(EventDestroy)(stati
 int event_record(void* e, void* s) { return static_cast<int>(GPU(EventRecord)(static_cast<Event>(e), static_cast<Stream>(s))); }
 int event_wait(void* e) { return static_cast<int>(GPU(EventSynchronize)(static_cast<Event>(e))); }
 
+int get_device(int* d) { return static_cast<int>(GPU(GetDevice)(d)); }
+int set_device(int d) { return static_cast<int>(GPU(SetDevice)(d)); }
+int pointer_device(const void* p, int* d) { return pointer_device_of(p, d); }
+
 #if defined(HIER_GPU_SIM)
 constexpr const char* kName = "sim";
 #elif defined(__HIPCC__)
@@ -380,7 +389,8 @@ constexpr const char* kName = "cuda";
 const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stream_create, stream_destroy, sync,
                                  copy, upload, discard, pack, unpack, reduce, quantize, dequantize, feedback,
                                  host_alloc, host_release, quant_add, dequantize_sum, fill, event_create,
-                                 event_destroy, event_record, event_wait};
+                                 event_destroy, event_record, event_wait, get_device, set_device,
+                                 pointer_device};
 
 }  // namespace
 }  // namespace hier::gpu

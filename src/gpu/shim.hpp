@@ -37,6 +37,31 @@ inline int host_free(void* p) {
 #endif
 }
 
+// The device that owns memory p (*d = -1: host memory, or memory this runtime does not know).
+// A failed query is cleared from the runtime's last error, which the next launch reads.
+inline int pointer_device_of(const void* p, int* d) {
+#if defined(HIER_GPU_SIM)
+  *d = sim::device_of(p);
+#elif defined(__HIPCC__)
+  int dev = -1;
+  if (hipPointerGetAttribute(&dev, HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                             reinterpret_cast<hipDeviceptr_t>(const_cast<void*>(p))) != hipSuccess) {
+    (void)hipGetLastError();
+    dev = -1;
+  }
+  *d = dev;
+#else
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    *d = -1;
+  } else {
+    *d = a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+  }
+#endif
+  return 0;
+}
+
 // A kernel launch: grid blocks of `block` threads on stream s; 0 or the runtime's error.
 template <class... P, class... A>
 int launch(void (*kernel)(P...), unsigned grid, unsigned block, Stream s, A... args) {

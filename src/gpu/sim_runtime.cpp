@@ -59,8 +59,10 @@ struct StreamImpl {
       work.pop_front();
       busy = true;
       lk.unlock();
+      const Stamp st = stamp_begin(this);  // (the delay is part of the operation's time)
       std::this_thread::sleep_for(kDelay);
       w();
+      stamp_end(this, st);
       lk.lock();
       busy = false;
       cv.notify_all();
@@ -100,6 +102,7 @@ StreamImpl* resolve(Stream s) { return s ? s : default_stream(); }
 
 int enqueue(Stream s, std::function<void()> work) {
   if (!hooks().ok()) return 1;
+  if (int rc = check_stream(s)) return rc;
   StreamImpl* q = resolve(s);
   {
     std::lock_guard<std::mutex> lk(q->mu);
@@ -139,10 +142,12 @@ int simFreeHost(void* p) {
 int simStreamCreateWithFlags(simStream_t* s, unsigned) {
   if (int rc = injected("simStreamCreate")) return rc;
   *s = new StreamImpl;
+  note_stream(*s, true);
   return 0;
 }
 int simStreamDestroy(simStream_t s) {
   if (s) s->drain();
+  if (s) note_stream(s, false);
   delete s;
   return 0;
 }
@@ -180,6 +185,14 @@ int simEventRecord(simEvent_t e, simStream_t s) {
     if (n > e->reached) e->reached = n;
     e->cv.notify_all();
   });
+}
+uint64_t hier::gpu::sim::event_recorded(Event e) {
+  std::lock_guard<std::mutex> lk(e->mu);
+  return e->recorded;
+}
+void hier::gpu::sim::event_wait_for(Event e, uint64_t n) {
+  std::unique_lock<std::mutex> lk(e->mu);
+  e->cv.wait(lk, [&] { return e->reached >= n; });
 }
 int simEventSynchronize(simEvent_t e) {
   std::unique_lock<std::mutex> lk(e->mu);
