@@ -216,6 +216,8 @@ def check_outside(root, graph, bad):
                 cmake = re.sub(r"#[^\n]*", "", f.read())
             linked = closure(graph, {w for w in re.findall(r"\bhier_([a-z_]+)\b", cmake) if w in ALLOWED})
             linked.add("base")  # the include root comes with any of them
+            # A module layer's headers where the folder builds with one of its targets (hier_gpu_sim)
+            linked |= {m for m in MODULES if re.search(rf"\bhier_{m}_[a-z_]+\b", cmake)}
             for name in sorted(files):
                 if not name.endswith(SOURCES + (".c",)):
                     continue

@@ -1,15 +1,12 @@
-// The simulated device's devices and timestamps (gpu/sim_runtime.hpp): which device is current on
-// each thread, which device owns memory and streams, and a record of when each stream operation
-// ran. All of it comes from the process's simulated machine (tests/device/fake_gpu.cpp) through
-// optional hooks; without them the machine has one device, 0, and nothing is recorded.
+// The simulated device's devices (gpu/sim_runtime.hpp): which device is current on each thread,
+// which device owns memory and streams. All of it comes from the process's simulated machine
+// (tests/device/fake_gpu.cpp) through optional hooks; without them the machine has one device, 0.
 //   int  hier_sim_get_device(void)            the calling thread's current device
 //   int  hier_sim_set_device(int)             0, or an error (no such device)
 //   int  hier_sim_device_of(const void*)      the device owning device memory, or -1
-//   void hier_sim_begin(const void* stream, int device)   a stream operation begins (it may wait)
-//   void hier_sim_trace(const void* stream, int device, long long t0_ns, long long t1_ns)
-//                                             one stream operation ran from t0 to t1 (monotonic)
+//   void hier_sim_begin(const void* stream, int device)   a stream operation begins (the
+//                                             machine may hold it there; within its span)
 #include <dlfcn.h>
-#include <time.h>
 
 #include <mutex>
 #include <unordered_map>
@@ -23,14 +20,12 @@ struct DeviceHooks {
   int (*get)() = nullptr;
   int (*set)(int) = nullptr;
   int (*of)(const void*) = nullptr;
-  void (*trace)(const void*, int, long long, long long) = nullptr;
   void (*begin)(const void*, int) = nullptr;
   DeviceHooks() {
     begin = reinterpret_cast<void (*)(const void*, int)>(dlsym(RTLD_DEFAULT, "hier_sim_begin"));
     get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "hier_sim_get_device"));
     set = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "hier_sim_set_device"));
     of = reinterpret_cast<int (*)(const void*)>(dlsym(RTLD_DEFAULT, "hier_sim_device_of"));
-    trace = reinterpret_cast<void (*)(const void*, int, long long, long long)>(dlsym(RTLD_DEFAULT, "hier_sim_trace"));
   }
 };
 const DeviceHooks& dh() {
@@ -41,12 +36,6 @@ const DeviceHooks& dh() {
 // The device of each stream, fixed when it is made (as a runtime's streams are).
 std::mutex g_mu;
 std::unordered_map<const void*, int> g_stream_device;
-
-long long now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 }  // namespace
 
@@ -80,12 +69,8 @@ int check_arg(Stream s, const void* p) {
   return d >= 0 && d != stream_device(s) ? 700 : 0;
 }
 
-Stamp stamp_begin(Stream s) {
+void op_begins(Stream s) {
   if (dh().begin) dh().begin(s, stream_device(s));
-  return {dh().trace ? now_ns() : 0};
-}
-void stamp_end(Stream s, Stamp b) {
-  if (dh().trace) dh().trace(s, stream_device(s), b.t0, now_ns());
 }
 
 }  // namespace hier::gpu::sim
@@ -104,5 +89,5 @@ int simStreamWaitEvent(simStream_t s, simEvent_t e, unsigned) {
   if (!e) return 400;
   if (int rc = check_stream(s)) return rc;
   const uint64_t want = event_recorded(e);
-  return enqueue(s, [e, want] { event_wait_for(e, want); });
+  return enqueue(s, [e, want] { event_wait_for(e, want); }, "wait");
 }

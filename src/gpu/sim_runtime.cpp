@@ -1,14 +1,23 @@
 // The simulated device's runtime (gpu/sim_runtime.hpp): streams as worker threads over the
-// memory of the process's simulated device.
+// memory of the process's simulated device, kernels on a pool of block runners whose lanes are
+// threads.
 #include "gpu/sim_runtime.hpp"
 
 #include <dlfcn.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -24,11 +33,13 @@ struct Hooks {
   void (*free)(void*) = nullptr;
   void* (*alias)(const void*) = nullptr;
   int (*fail)(const char*) = nullptr;  // fault injection (optional): the error a call answers, or 0
+  void (*span)(const void*, const char*, uint64_t, uint64_t) = nullptr;  // (optional) each operation's run
   Hooks() {
     alloc = reinterpret_cast<void* (*)(size_t)>(dlsym(RTLD_DEFAULT, "hier_sim_alloc"));
     free = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "hier_sim_free"));
     alias = reinterpret_cast<void* (*)(const void*)>(dlsym(RTLD_DEFAULT, "hier_sim_alias"));
     fail = reinterpret_cast<int (*)(const char*)>(dlsym(RTLD_DEFAULT, "hier_sim_fail"));
+    span = reinterpret_cast<void (*)(const void*, const char*, uint64_t, uint64_t)>(dlsym(RTLD_DEFAULT, "hier_sim_span"));
   }
   bool ok() const { return alloc && free && alias; }
 };
@@ -41,12 +52,255 @@ const Hooks& hooks() {
 // synchronized runs before the operation, in practice always.
 constexpr auto kDelay = std::chrono::microseconds(200);
 
+uint64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "hier sim device: %s\n", what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+// ---- kernels: block runners whose lanes are threads -------------------------------------------
+
+// A barrier of n threads, reused round after round (n set while no thread waits in it). Every
+// arrival is a read-modify-write of `arrived` (acquire-release: a release sequence up to the
+// last arrival), the last one publishes the round with a release increment of `round`, and the
+// others leave on an acquire load of it: whatever any thread wrote before the barrier, every
+// thread reads after it (ThreadSanitizer sees the same order). The waiters spin a little with
+// yields (a lane is often a few instructions behind), then sleep on a futex. Each arrival says
+// which barrier its thread reached (kinds): threads that meet at different barriers are a
+// kernel's bug, which stops the process with `what`.
+struct Barrier {
+  std::atomic<uint32_t> round{0};
+  std::atomic<uint32_t> arrived{0};
+  std::atomic<uint32_t> kinds{0};
+  std::atomic<uint32_t> sleepers{0};
+  uint32_t n = 1;
+
+  // guard: a wait longer than this many seconds stops the process (0: wait for ever); with
+  // `leave`, the thread arrives and goes on without waiting for the others.
+  void wait(uint32_t kind, int guard, const char* what, bool leave = false) {
+    const uint32_t r = round.load(std::memory_order_acquire);
+    kinds.fetch_or(kind, std::memory_order_relaxed);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
+      const uint32_t k = kinds.exchange(0, std::memory_order_relaxed);
+      if (k & (k - 1)) die(what);
+      arrived.store(0, std::memory_order_relaxed);
+      round.fetch_add(1, std::memory_order_seq_cst);
+      if (sleepers.load(std::memory_order_seq_cst))
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&round), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+      return;
+    }
+    if (leave) return;
+    for (int i = 0; i < 32; ++i) {
+      if (round.load(std::memory_order_acquire) != r) return;
+      std::this_thread::yield();
+    }
+    const uint64_t start = now_ns();
+    while (round.load(std::memory_order_acquire) == r) {
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      timespec t{1, 0};
+      if (round.load(std::memory_order_seq_cst) == r)
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&round), FUTEX_WAIT_PRIVATE, r, guard ? &t : nullptr, nullptr, 0);
+      sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      if (guard && round.load(std::memory_order_acquire) == r && now_ns() - start > uint64_t(guard) * 1000000000ull) {
+        std::fprintf(stderr, "hier sim device: a lane waited %d s at a barrier: ", guard);
+        die("a lane of its block or warp never reached it (a barrier or shuffle skipped by some lanes, or a lane that never ends)");
+      }
+    }
+  }
+};
+
+// What a lane thread arrives with at a barrier.
+constexpr uint32_t kSync = 1, kEnd = 2;
+// How long a lane waits for the others of its block or warp before giving up.
+constexpr int kGuardSeconds = 120;
+const char* const kWarpMismatch =
+    "lanes of a warp met at different places: a shuffle, ballot or syncwarp that some lanes skipped, others ended the "
+    "kernel";
+const char* const kBlockMismatch =
+    "lanes of a block met at different places: a syncthreads that some lanes skipped, others ended the kernel";
+
+struct Grid {
+  const std::function<void()>* body;
+  unsigned g, b;
+  std::mutex mu;
+  std::condition_variable cv;
+  unsigned left;  // blocks not yet ended
+};
+
+struct Runner;
+struct Lane {
+  Runner* runner = nullptr;
+  unsigned t = 0;
+};
+thread_local Lane t_lane;
+
+constexpr unsigned kWarps = kMaxBlock / kWarp;
+static_assert(kWarp && (kWarp & (kWarp - 1)) == 0 && kWarp <= 32, "kWarp: a power of two, at most 32 (ballot's bits)");
+static_assert(kMaxBlock % kWarp == 0, "a block is whole warps");
+
+// One block at a time on kMaxBlock lane threads: lane 0 takes a block from the device's queue,
+// the lanes meet at `start`, the block's lanes run the kernel, all meet at `end`.
+struct Runner {
+  Barrier start, end;          // every lane thread of the runner
+  Barrier block;               // syncthreads: the block's lanes
+  Barrier warp[kWarps];        // shuffles, ballots, syncwarp: the warp's lanes
+  uint64_t slot[kMaxBlock]{};  // each lane's value in an exchange
+  alignas(16) unsigned char shared[kSharedBytes];
+  Grid* grid = nullptr;  // the current block: set by lane 0 before `start`
+  unsigned index = 0;
+  unsigned active[kWarps]{};  // lanes of each warp in the current block
+};
+
+class Device {
+ public:
+  void run(const std::function<void()>& body, unsigned g, unsigned b) {
+    start_once();
+    Grid grid{&body, g, b, {}, {}, g};
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      for (unsigned i = 0; i < g; ++i) queue_.push_back({&grid, i});
+    }
+    cv_.notify_all();
+    std::unique_lock<std::mutex> lk(grid.mu);
+    grid.cv.wait(lk, [&] { return grid.left == 0; });
+  }
+
+ private:
+  struct Item {
+    Grid* grid;
+    unsigned index;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  std::once_flag once_;
+  Runner* runners_ = nullptr;
+
+  // The runners and their lanes, on the first launch; never joined (the device outlives every
+  // static that may still launch at exit), lanes idle on a futex between kernels.
+  void start_once() {
+    std::call_once(once_, [this] {
+      runners_ = new Runner[kRunners];
+      for (unsigned r = 0; r < kRunners; ++r) {
+        runners_[r].start.n = runners_[r].end.n = kMaxBlock;
+        for (unsigned t = 0; t < kMaxBlock; ++t) std::thread([this, r, t] { lane(&runners_[r], t); }).detach();
+      }
+    });
+  }
+
+  void lane(Runner* rn, unsigned t) {
+    t_lane = {rn, t};
+    for (;;) {
+      if (t == 0) take(rn);
+      rn->start.wait(kSync, 0, "runner start");
+      Grid& gr = *rn->grid;
+      if (t < gr.b) {
+        gridDim = {gr.g, 1, 1};
+        blockDim = {gr.b, 1, 1};
+        blockIdx = {rn->index, 0, 0};
+        threadIdx = {t, 0, 0};
+        (*gr.body)();
+        // The kernel's end is an arrival of its own kind at the warp's barrier and at the
+        // block's: a lane still in a shuffle or a syncthreads while another has ended is the
+        // kernel's bug, which stops the process instead of hanging it.
+        rn->warp[t / kWarp].wait(kEnd, kGuardSeconds, kWarpMismatch, true);
+        rn->block.wait(kEnd, kGuardSeconds, kBlockMismatch);
+      }
+      rn->end.wait(kSync, 0, "runner end");
+      if (t == 0) {
+        std::lock_guard<std::mutex> lk(gr.mu);
+        if (--gr.left == 0) gr.cv.notify_all();
+      }
+    }
+  }
+
+  // Lane 0: the next block of any grid, and the barriers sized for it.
+  void take(Runner* rn) {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return !queue_.empty(); });
+    const Item it = queue_.front();
+    queue_.pop_front();
+    lk.unlock();
+    rn->grid = it.grid;
+    rn->index = it.index;
+    const unsigned b = it.grid->b;
+    rn->block.n = b;
+    for (unsigned w = 0; w < kWarps; ++w) {
+      const unsigned lo = w * kWarp;
+      rn->active[w] = b <= lo ? 0 : b - lo < kWarp ? b - lo : kWarp;
+      rn->warp[w].n = rn->active[w] ? rn->active[w] : 1;
+    }
+  }
+};
+
+Device& device() {
+  static Device* d = new Device;  // never destroyed: lanes may still wait in it at exit
+  return *d;
+}
+
+Runner& current(const char* call) {
+  if (!t_lane.runner) {
+    std::fprintf(stderr, "hier sim device: %s called outside a kernel\n", call);
+    std::abort();
+  }
+  return *t_lane.runner;
+}
+
+}  // namespace
+
+void run_grid(const std::function<void()>& body, unsigned g, unsigned b) { device().run(body, g, b); }
+
+void syncthreads() {
+  Runner& rn = current("syncthreads");
+  rn.block.wait(kSync, kGuardSeconds, kBlockMismatch);
+}
+
+void syncwarp() { current("syncwarp").warp[t_lane.t / kWarp].wait(kSync, kGuardSeconds, kWarpMismatch); }
+
+unsigned lane_id() { return threadIdx.x % kWarp; }
+
+uint64_t exchange(uint64_t v, unsigned src) {
+  Runner& rn = current("shfl");
+  const unsigned w = t_lane.t / kWarp, base = w * kWarp;
+  Barrier& bar = rn.warp[w];
+  rn.slot[t_lane.t] = v;
+  bar.wait(kSync, kGuardSeconds, kWarpMismatch);
+  const uint64_t r = src < rn.active[w] ? rn.slot[base + src] : v;
+  bar.wait(kSync, kGuardSeconds, kWarpMismatch);  // the slots are free again
+  return r;
+}
+
+unsigned ballot(bool p) {
+  Runner& rn = current("ballot");
+  const unsigned w = t_lane.t / kWarp, base = w * kWarp;
+  Barrier& bar = rn.warp[w];
+  rn.slot[t_lane.t] = p ? 1 : 0;
+  bar.wait(kSync, kGuardSeconds, kWarpMismatch);
+  unsigned bits = 0;
+  for (unsigned i = 0; i < rn.active[w]; ++i) bits |= static_cast<unsigned>(rn.slot[base + i]) << i;
+  bar.wait(kSync, kGuardSeconds, kWarpMismatch);
+  return bits;
+}
+
+void* shared_memory() { return current("shared_memory").shared; }
+
+namespace {
+struct Op {
+  std::function<void()> work;
+  const char* what;
+};
 }  // namespace
 
 struct StreamImpl {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::function<void()>> work;
+  std::deque<Op> work;
   bool busy = false, stop = false;
   std::thread worker{[this] { run(); }};
 
@@ -59,10 +313,11 @@ struct StreamImpl {
       work.pop_front();
       busy = true;
       lk.unlock();
-      const Stamp st = stamp_begin(this);  // (the delay is part of the operation's time)
       std::this_thread::sleep_for(kDelay);
-      w();
-      stamp_end(this, st);
+      const uint64_t t0 = hooks().span ? now_ns() : 0;
+      op_begins(this);
+      w.work();
+      if (hooks().span) hooks().span(this, w.what, t0, now_ns());
       lk.lock();
       busy = false;
       cv.notify_all();
@@ -100,13 +355,13 @@ StreamImpl* default_stream() {
 StreamImpl* resolve(Stream s) { return s ? s : default_stream(); }
 }  // namespace
 
-int enqueue(Stream s, std::function<void()> work) {
+int enqueue(Stream s, std::function<void()> work, const char* what) {
   if (!hooks().ok()) return 1;
   if (int rc = check_stream(s)) return rc;
   StreamImpl* q = resolve(s);
   {
     std::lock_guard<std::mutex> lk(q->mu);
-    q->work.push_back(std::move(work));
+    q->work.push_back({std::move(work), what});
   }
   q->cv.notify_all();
   return 0;
@@ -157,12 +412,12 @@ int simStreamSynchronize(simStream_t s) {
 }
 int simMemcpyAsync(void* dst, const void* src, size_t n, int, simStream_t s) {
   if (int rc = injected("simMemcpyAsync")) return rc;
-  return enqueue(s, [=] { std::memcpy(alias(dst), alias(src), n); });
+  return enqueue(s, [=] { std::memcpy(alias(dst), alias(src), n); }, "copy");
 }
 int simGetLastError() { return 0; }
 int simMemsetAsync(void* p, int value, size_t n, simStream_t s) {
   if (int rc = injected("simMemsetAsync")) return rc;
-  return enqueue(s, [=] { std::memset(alias(p), value, n); });
+  return enqueue(s, [=] { std::memset(alias(p), value, n); }, "fill");
 }
 int simEventCreateWithFlags(simEvent_t* e, unsigned) {
   if (int rc = injected("simEventCreate")) return rc;
@@ -180,11 +435,14 @@ int simEventRecord(simEvent_t e, simStream_t s) {
     std::lock_guard<std::mutex> lk(e->mu);
     n = ++e->recorded;
   }
-  return enqueue(s, [e, n] {
-    std::lock_guard<std::mutex> lk(e->mu);
-    if (n > e->reached) e->reached = n;
-    e->cv.notify_all();
-  });
+  return enqueue(
+      s,
+      [e, n] {
+        std::lock_guard<std::mutex> lk(e->mu);
+        if (n > e->reached) e->reached = n;
+        e->cv.notify_all();
+      },
+      "event");
 }
 uint64_t hier::gpu::sim::event_recorded(Event e) {
   std::lock_guard<std::mutex> lk(e->mu);

@@ -259,7 +259,7 @@ int hier_sim_get_device(void) { return t_device; }
 int hier_sim_set_device(int d) { return fake_gpu_set_device(d); }
 int hier_sim_device_of(const void* p) { return fake_gpu_device_of(p); }
 
-// The record of the simulated streams' operations (hier_sim_trace), kept while tracing is on.
+// The record of the simulated streams' operations (hier_sim_span), kept while tracing is on.
 namespace {
 constexpr int kMaxOps = 1 << 16;
 FakeGpuOp g_ops[kMaxOps];
@@ -280,10 +280,10 @@ void hier_sim_begin(const void* stream, int) {
   g_gate_armed = false;
   g_gate_held = nullptr;
 }
-void hier_sim_trace(const void* stream, int device, long long t0, long long t1) {
+void hier_sim_span(const void* stream, const char* what, uint64_t t0, uint64_t t1) {
   if (g_tracing.load(std::memory_order_acquire)) {
     const int i = g_nops.fetch_add(1);
-    if (i < kMaxOps) g_ops[i] = {stream, device, t0, t1};
+    if (i < kMaxOps) g_ops[i] = {stream, what, static_cast<long long>(t0), static_cast<long long>(t1)};
   }
   std::lock_guard<std::mutex> lk(g_gate_mu);
   if (g_gate_held && stream != g_gate_held) {

@@ -29,10 +29,11 @@ int fake_gpu_get_device(void);
 int fake_gpu_set_device(int d);       // 0, or 101 (no such device)
 int fake_gpu_device_of(const void* p);  // -1: not device memory
 // The simulated module's stream operations, recorded while tracing is on (fake_gpu_trace(1)
-// starts a new record, 0 stops it): each operation's stream, device and monotonic times.
+// starts a new record, 0 stops it): each operation's stream, kind ("kernel", "copy", "fill",
+// "event", "wait") and monotonic times (src/gpu/sim_runtime.hpp's span hook).
 typedef struct {
   const void* stream;
-  int device;
+  const char* what;
   long long t0_ns, t1_ns;
 } FakeGpuOp;
 void fake_gpu_trace(int on);
