@@ -56,7 +56,7 @@ struct Context {
     ScratchSet dtmp{Loc::Device};
   };
   DeviceSide& on_device(int d);
-  DeviceSide& on_device() { return on_device(call_device()); }
+  DeviceSide& on_device() { return on_device(device_of_call()); }
   // device_hier on an MPI that is not GPU-aware: every rank with a runtime has the module, none
   // found the MPI GPU-aware (agreed with the levels). The schedules still bind device buffers,
   // and their message steps run on host copies in `stage` (pinned; exec/device_stage.hpp),

@@ -192,7 +192,7 @@ const DeviceOps* device_ops() {
   return usable.load(std::memory_order_relaxed) == 1 ? per_device[d].get() : nullptr;
 }
 
-int call_device() { return t_call_dev >= 0 ? t_call_dev : device::current_device(); }
+int device_of_call() { return t_call_dev >= 0 ? t_call_dev : device::current_device(); }
 
 bool device_reducible(MPI_Datatype t, MPI_Op op) {
   return device::elem_type_of(t).has_value() && device::reduce_op_of(op).has_value();

@@ -82,7 +82,7 @@ class DeviceOps {
 // (HIER_GPU_MODULE); null: none, or the module does not work here.
 const DeviceOps* device_ops();
 // The device the current call's buffers live on: DeviceCall's, else the current device.
-int call_device();
+int device_of_call();
 
 // Whether a reduction of (t, op) has a kernel in the module (device/reduce_mpi.hpp).
 bool device_reducible(MPI_Datatype t, MPI_Op op);

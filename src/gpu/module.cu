@@ -5,8 +5,9 @@
 //   - pack / unpack: each thread takes `G` packed bytes at a time (G = the program's grain, at
 //     most 16, never crossing a run) and finds their source with device/locate.hpp;
 //   - reductions: device/reduce.hpp over the type table device/reduce_types.def;
-//   - quantization: quant/kernels.hpp, one format block per thread (float, double, and 16-bit
-//     floats where the compiler has them: quant/f16.hpp);
+//   - quantization: one warp per format block, adjacent lanes on adjacent values, the block's
+//     scale from a shuffle reduction, each value through quant/kernels.hpp's operations (float,
+//     double, and 16-bit floats where the compiler has them: quant/f16.hpp);
 // Every kernel strides over its work by the grid's size, so any grid is correct (the simulated
 // device runs a small one).
 #include <cstdint>
@@ -201,24 +202,126 @@ int reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void
 
 // ---- quantization ----------------------------------------------------------------------------
 
+// One warp (wavefront) per format block: lane l takes the block's values l, l + L, l + 2L, ...
+// (L = lanes()), so each load or store instruction of the warp covers L adjacent values; the
+// block's absmax is a shuffle reduction, after which every lane holds the scale and lane 0 writes
+// it. The warps stride over the blocks by the grid's warp count; a block's loop trip count is the
+// same for every lane of its warp (shuffles need the whole warp). Every value goes through the
+// same quant/kernels.hpp operations as on the host, so the records and values are the same bits.
+struct WarpPos {
+  int64_t warp, warps;  // this warp's index over the grid, and the grid's warp count
+  int64_t lane, width;  // the lane in its warp, and L
+};
+HIER_DEVICE inline WarpPos warp_pos() {
+  const int64_t l = lanes(), t = first_index();
+  return {t / l, grid_stride() / l, t % l, l};
+}
+// The largest of the warp's m, in every lane (m >= 0: the |x| bits of quant::absmax_bits).
+template <class U>
+HIER_DEVICE inline U warp_max(U m) {
+  using R = std::conditional_t<sizeof(U) == 8, long long, int>;  // types every shuffle takes
+  R r = static_cast<R>(m);
+  for (int o = static_cast<int>(lanes()) / 2; o > 0; o /= 2) {
+    const R y = shfl_xor(r, o);
+    r = y > r ? y : r;
+  }
+  return static_cast<U>(r);
+}
+// Grid size for one warp per format block (at most kMaxBlocks blocks of kThreads: the warps
+// stride over the rest).
+unsigned warp_blocks_for(int64_t format_blocks) {
+  return blocks_for(format_blocks * static_cast<int64_t>(host_lanes()));
+}
+// Value i of a record's payload p, as an integer (quant/format.hpp).
+template <int kBits>
+HIER_DEVICE inline int32_t payload_value(const unsigned char* p, int64_t i) {
+  if constexpr (kBits == 8) return static_cast<int8_t>(p[i]);
+  else return (i & 1) ? quant::nib_hi(p[i / 2]) : quant::nib_lo(p[i / 2]);
+}
+
 template <int kBits, class T>
 __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char* out, unsigned long long* bad) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    if (quant::quantize_block<kBits>(x + k * b, quant::block_len(k, n, b), out + quant::record_offset(k, b, kBits)) &&
-        bad)
-      atomicAdd(bad, 1ull);
+  using F = quant::FloatBits<T>;
+  using U = typename F::U;
+  using C = typename F::C;
+  constexpr int Q = quant::qmax(kBits);
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const T* xb = x + k * b;
+    const int64_t len = quant::block_len(k, n, b), pb = quant::payload_bytes(len, kBits);
+    unsigned char* rec = out + quant::record_offset(k, b, kBits);
+    unsigned char* p = rec + 4;
+    U m = 0;
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      U v;
+      memcpy(&v, &xb[i], sizeof(T));
+      v &= F::kAbsMask;
+      m = v > m ? v : m;
+    }
+    const float s = quant::scale_of<kBits, T>(warp_max(m));
+    if (w.lane == 0) {
+      quant::store_scale(rec, s);
+      if (s != s && bad) atomicAdd(bad, 1ull);  // NaN: the block is sent as NaN
+    }
+    if (!(s > 0.0f)) {  // all zeros, or NaN: a zero payload
+      for (int64_t j = w.lane; j < pb; j += w.width) p[j] = 0;
+      continue;
+    }
+    const C st = static_cast<C>(s);
+    const bool div = quant::divides<T>(s);
+    const C inv = div ? C(0) : quant::div_rn(C(1), st);
+    auto q = [&](T v) {
+      const C c = quant::widen(v);
+      return div ? quant::round_nearest<Q>(quant::scaled<true>(c, inv, st))
+                 : quant::round_nearest<Q>(quant::scaled<false>(c, inv, st));
+    };
+    if constexpr (kBits == 8) {
+      for (int64_t i = w.lane; i < len; i += w.width) p[i] = static_cast<unsigned char>(q(xb[i]));
+    } else {  // byte j: values 2j (low nibble) and 2j + 1 (high; 0 past an odd block's end)
+      for (int64_t j = w.lane; j < pb; j += w.width) {
+        const int32_t lo = q(xb[2 * j]), hi = 2 * j + 1 < len ? q(xb[2 * j + 1]) : 0;
+        p[j] = static_cast<unsigned char>((lo & 0xf) | ((hi & 0xf) << 4));
+      }
+    }
+  }
 }
 
 template <int kBits, bool kAdd, class T>
 __global__ void dequantize_kernel(const unsigned char* in, int64_t n, int64_t b, T* out) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    quant::dequantize_block<kBits, kAdd>(in + quant::record_offset(k, b, kBits), quant::block_len(k, n, b), out + k * b);
+  using C = typename quant::FloatBits<T>::C;
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const unsigned char* rec = in + quant::record_offset(k, b, kBits);
+    const C s = static_cast<C>(quant::load_scale(rec));
+    const int64_t len = quant::block_len(k, n, b);
+    T* o = out + k * b;
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      const C v = quant::mul_rn(static_cast<C>(payload_value<kBits>(rec + 4, i)), s);
+      if constexpr (kAdd) o[i] = quant::narrow_to<T>(quant::add_rn(quant::widen(o[i]), v));
+      else o[i] = quant::narrow_to<T>(v);
+    }
+  }
 }
 
+// r = x - (the records' value), 0 where not finite (quant::feedback_block, value by value).
 template <int kBits, class T>
 __global__ void feedback_kernel(const unsigned char* in, const T* x, int64_t n, int64_t b, T* r) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    quant::feedback_block<kBits>(in + quant::record_offset(k, b, kBits), x + k * b, quant::block_len(k, n, b), r + k * b);
+  using F = quant::FloatBits<T>;
+  using C = typename F::C;
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const unsigned char* rec = in + quant::record_offset(k, b, kBits);
+    const C s = static_cast<C>(quant::load_scale(rec));
+    const int64_t len = quant::block_len(k, n, b);
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      const T deq = quant::narrow_to<T>(quant::mul_rn(static_cast<C>(payload_value<kBits>(rec + 4, i)), s));
+      T d = quant::narrow_to<T>(quant::add_rn(quant::widen(x[k * b + i]), -quant::widen(deq)));
+      typename F::U bits;
+      memcpy(&bits, &d, sizeof(T));
+      if ((bits & F::kAbsMask) >= F::kExpAll) memset(&d, 0, sizeof(T));  // +0
+      r[k * b + i] = d;
+    }
+  }
 }
 
 template <class T>
@@ -227,12 +330,24 @@ __global__ void add_kernel(const T* r, T* x, int64_t n) {
 }
 
 #if HIER_QUANT_F16
+// The fused dequantize-reduce of 16-bit values (quant::dequantize_sum_block, value by value): the
+// parts summed in float from +0, in part order, rounded to 16 bits once.
 template <int kBits>
 __global__ void dequantize_sum_kernel(const unsigned char* in, int64_t part_bytes, int parts, int64_t n, int64_t b,
                                       quant::f16* out) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    quant::dequantize_sum_block<kBits>(in + quant::record_offset(k, b, kBits), part_bytes, parts,
-                                       quant::block_len(k, n, b), out + k * b);
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const unsigned char* rec = in + quant::record_offset(k, b, kBits);
+    const int64_t len = quant::block_len(k, n, b);
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      float acc = 0.0f;
+      for (int part = 0; part < parts; ++part) {
+        const unsigned char* r = rec + part * part_bytes;
+        acc = quant::add_rn(acc, quant::mul_rn(static_cast<float>(payload_value<kBits>(r + 4, i)), quant::load_scale(r)));
+      }
+      out[k * b + i] = quant::narrow_to<quant::f16>(acc);
+    }
+  }
 }
 #endif
 
@@ -257,7 +372,7 @@ int by_type(device::QuantType t, F&& f) {
 // memory of s's device, or null), which the caller reads after its own next synchronization.
 template <class T>
 int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, unsigned long long* bad, Stream s) {
-  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
   const T* xt = static_cast<const T*>(x);
   auto* o = static_cast<unsigned char*>(out);
   return bits == 8 ? launch(quantize_kernel<8, T>, grid, kThreads, s, xt, n, b, o, bad)
@@ -278,7 +393,7 @@ template <class T>
 int dequantize_t(int bits, const void* in, int64_t n, int64_t b, void* out, bool add, Stream s) {
   const auto* i = static_cast<const unsigned char*>(in);
   T* o = static_cast<T*>(out);
-  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
   if constexpr (sizeof(T) == 2) {  // 16-bit values are never summed in 16 bits: dequantize_sum
     if (add) return 1;
     return bits == 8 ? launch(dequantize_kernel<8, false, T>, grid, kThreads, s, i, n, b, o)
@@ -308,7 +423,7 @@ int dequantize_sum(int bits, device::QuantType t, const void* in, int64_t part_b
 #if HIER_QUANT_F16
   const auto* i = static_cast<const unsigned char*>(in);
   auto* o = static_cast<quant::f16*>(out);
-  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
   const Stream st = static_cast<Stream>(s);
   return bits == 8 ? launch(dequantize_sum_kernel<8>, grid, kThreads, st, i, part_bytes, parts, n, b, o)
                    : launch(dequantize_sum_kernel<4>, grid, kThreads, st, i, part_bytes, parts, n, b, o);
@@ -326,7 +441,7 @@ int feedback(int bits, device::QuantType t, const void* in, const void* x, int64
     const auto* i = static_cast<const unsigned char*>(in);
     const T* xt = static_cast<const T*>(x);
     T* rt = static_cast<T*>(r);
-    const unsigned grid = blocks_for(quant::num_blocks(n, b));
+    const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
     const Stream st = static_cast<Stream>(s);
     return bits == 8 ? launch(feedback_kernel<8, T>, grid, kThreads, st, i, xt, n, b, rt)
                      : launch(feedback_kernel<4, T>, grid, kThreads, st, i, xt, n, b, rt);
