@@ -136,7 +136,7 @@ int upload(const device::BlockProgram* p, void** out, void* stream) {
   if (rc == 0) rc = GPU(EventRecord)(dp->ready, s);
   if (rc != 0) {
     (void)GPU(StreamSynchronize)(s);  // a copy queued before the record failed still reads the image
-    GPU(EventDestroy)(dp->ready);
+    (void)GPU(EventDestroy)(dp->ready);
     dp->ready = nullptr;
     discard(dp);
     return rc;
