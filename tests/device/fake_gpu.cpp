@@ -272,7 +272,10 @@ std::condition_variable g_gate_cv;
 bool g_gate_armed = false, g_gate_other = false;
 const void* g_gate_held = nullptr;
 
-void hier_sim_begin(const void* stream, int) {
+std::atomic<long> g_ops_on[64];  // simulated stream operations begun, per device
+
+void hier_sim_begin(const void* stream, int device) {
+  if (device >= 0 && device < 64) g_ops_on[device].fetch_add(1);
   std::unique_lock<std::mutex> lk(g_gate_mu);
   if (!g_gate_armed || g_gate_held) return;
   g_gate_held = stream;
@@ -291,6 +294,7 @@ void hier_sim_span(const void* stream, const char* what, uint64_t t0, uint64_t t
     g_gate_cv.notify_all();
   }
 }
+long fake_gpu_ops_on(int device) { return device >= 0 && device < 64 ? g_ops_on[device].load() : 0; }
 void fake_gpu_gate(void) {
   std::lock_guard<std::mutex> lk(g_gate_mu);
   g_gate_armed = true;

@@ -42,6 +42,8 @@ int fake_gpu_trace_read(FakeGpuOp* out, int max);
 // another stream ends, or 3 s: work queued on another stream meanwhile runs beside the held one
 // only where it is not queued behind it.
 void fake_gpu_gate(void);
+// Simulated stream operations begun so far on streams of `device` (kernels, copies, fills, ...).
+long fake_gpu_ops_on(int device);
 #ifdef __cplusplus
 }
 #endif
