@@ -149,8 +149,9 @@ std::unique_ptr<DeviceOps> DeviceOps::make(int d) {
   std::unique_ptr<DeviceOps> ops(new DeviceOps);
   ops->table_ = m;
   ops->device_ = d;
-  if (m->stream_create(&ops->stream_) != 0) return nullptr;
-  ops->own_stream_ = true;
+  // No stream of its own: the device's default stream (which every other stream waits for).
+  ops->own_stream_ = m->stream_create(&ops->stream_) == 0;
+  if (!ops->own_stream_) ops->stream_ = nullptr;
   void* bad = nullptr;
   void* host = nullptr;
   if (m->alloc(&bad, sizeof *ops->bad_) != 0) return nullptr;

@@ -27,8 +27,8 @@ namespace hier::exec {
 // (Context::on_device), so that two communicators' calls never wait for each other's work.
 class DeviceOps {
  public:
-  // Ops on device d (made current for the creation) with a stream of their own; null: the
-  // module has none, or no stream or counter could be made.
+  // Ops on device d (made current for the creation) with a stream of their own (the default
+  // stream where none could be made); null: no module, or no bad-block counter could be made.
   static std::unique_ptr<DeviceOps> make(int d);
   ~DeviceOps();
   DeviceOps(const DeviceOps&) = delete;

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/world.hpp"
 #include "fake_gpu.h"
 
 namespace {
@@ -45,17 +46,6 @@ struct OnDevice {
   }
 };
 
-int rank_of(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
-int size_of(MPI_Comm c) {
-  int s = 0;
-  MPI_Comm_size(c, &s);
-  return s;
-}
-
 // Rank r's values of call `salt`, and their sum over `size` ranks; quantized on the way
 // (HIER_QUANT=allreduce=int8), so the sums are compared within the int8 error.
 std::vector<float> values(int rank, int salt, size_t n) {
@@ -77,7 +67,7 @@ TEST(Devices, EachCallRunsOnItsBuffersDevice) {
   MPI_Comm c;
   MPI_Comm_dup(MPI_COMM_WORLD, &c);
   MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-  const int me = rank_of(c), np = size_of(c);
+  const int me = hier::test::rank_(), np = hier::test::size_();
   constexpr size_t n = 4096;
   // Blocking, on device 0, 1, 0, 1, each while the other device is current. (The first call
   // also makes the process's state on the device current then: device 1.)
@@ -121,7 +111,7 @@ TEST(Devices, TwoCommunicatorsOverlapOnTheirOwnStreams) {
     MPI_Comm_dup(MPI_COMM_WORLD, &x);
     MPI_Comm_set_errhandler(x, MPI_ERRORS_RETURN);
   }
-  const int me = rank_of(c[0]), np = size_of(c[0]);
+  const int me = hier::test::rank_(), np = hier::test::size_();
   constexpr size_t n = 8192;  // quantized (HIER_QUANT=allreduce=int8, HIER_ALGO=hier)
   const std::vector<float> x = values(me, 0, n);
   OnDevice<float> send0(0, x), send1(0, x), recv0(0, std::vector<float>(n)), recv1(0, std::vector<float>(n));
