@@ -62,6 +62,7 @@ const ModuleTable* open_module(const std::string& path, bool explicit_path) {
 const ModuleTable* module(const char* setting) {
   const Runtime r = runtime();
   if (r == Runtime::None) return nullptr;
+  if (const ModuleTable* t = g_module.load(std::memory_order_acquire)) return t;  // loaded: no lock
   std::lock_guard<std::mutex> lk(g_mu);
   if (g_tried) return g_module.load(std::memory_order_relaxed);
   g_tried = true;
