@@ -208,10 +208,10 @@ void build(Context* c) {
 
 }  // namespace
 
-Context::DeviceSide& Context::on_device(int d) {
+Context::DeviceSide& Context::on_device(int d, bool with_ops) {
   std::lock_guard<std::mutex> lk(devices_mu_);
   DeviceSide& side = devices_[d];
-  if (!side.ops_tried && device_module) {
+  if (with_ops && !side.ops_tried && device_module) {
     side.ops_tried = true;
     side.ops = DeviceOps::make(d);
   }

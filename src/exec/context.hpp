@@ -55,7 +55,8 @@ struct Context {
     Scratch dscratch{Loc::Device};
     ScratchSet dtmp{Loc::Device};
   };
-  DeviceSide& on_device(int d);
+  // `with_ops`: its operations made if not yet (a DeviceCall's; a host call's miss makes none).
+  DeviceSide& on_device(int d, bool with_ops = false);
   DeviceSide& on_device() { return on_device(device_of_call()); }
   // device_hier on an MPI that is not GPU-aware: every rank with a runtime has the module, none
   // found the MPI GPU-aware (agreed with the levels). The schedules still bind device buffers,

@@ -257,7 +257,7 @@ DeviceCall::DeviceCall(MPI_Comm comm, int device) : prev_ops_(t_call_ops), prev_
   if (device >= 0 && m && m->get_device(&cur) == 0 && cur != device && m->set_device(device) == 0) restore_ = cur;
   t_call_dev = device;
   Context* ctx = context_of(comm);  // built by the dispatch already (exec::gpu_path)
-  const DeviceOps* ops = ctx ? ctx->on_device(device).ops.get() : nullptr;
+  const DeviceOps* ops = ctx ? ctx->on_device(device, true).ops.get() : nullptr;
   t_call_ops = nullptr;
   t_call_ops = ops ? ops : device_ops();  // no stream of its own: the process's on the device
 }
