@@ -96,7 +96,7 @@ struct Barrier {
       return;
     }
     if (leave) return;
-    for (int i = 0; i < 32; ++i) {
+    for (int i = 0; i < 4; ++i) {
       if (round.load(std::memory_order_acquire) != r) return;
       std::this_thread::yield();
     }
