@@ -202,35 +202,55 @@ int reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void
 
 // ---- quantization ----------------------------------------------------------------------------
 
-// One warp (wavefront) per format block: lane l takes the block's values l, l + L, l + 2L, ...
-// (L = lanes()), so each load or store instruction of the warp covers L adjacent values; the
-// block's absmax is a shuffle reduction, after which every lane holds the scale and lane 0 writes
-// it. The warps stride over the blocks by the grid's warp count; a block's loop trip count is the
-// same for every lane of its warp (shuffles need the whole warp). Every value goes through the
-// same quant/kernels.hpp operations as on the host, so the records and values are the same bits.
+// One group of lanes per format block: lane l of the group takes the block's values l, l + G,
+// l + 2G, ... (G = group_lanes()), so each load or store instruction covers G adjacent values of
+// each group; the block's absmax is a shuffle reduction within the group (xor masks below G stay
+// inside it: groups are aligned to G), after which every lane of the group holds the scale and
+// its lane 0 writes it. On a GPU the group is the whole warp (wavefront). On the simulated device
+// it is 2 of the warp's 8 lanes: each of its shuffles is two barriers over OS threads, and a
+// group of 8 (3 shuffles per block) made the quantized suites several times slower; the same code
+// then runs groups that are not the whole warp, the GPU's case (G = L) only compiled. The groups
+// stride over the blocks by the grid's group count; a block's loop trip count is the same for
+// every lane of its warp (every group of a warp runs the same number of blocks: shuffles need the
+// whole warp). Every value goes through the same quant/kernels.hpp operations as on the host, so
+// the records and values are the same bits.
+HIER_DEVICE inline unsigned group_lanes() {
+#if defined(HIER_GPU_SIM)
+  return 2;
+#else
+  return lanes();
+#endif
+}
+constexpr unsigned host_group_lanes() {
+#if defined(HIER_GPU_SIM)
+  return 2;
+#else
+  return host_lanes();
+#endif
+}
 struct WarpPos {
-  int64_t warp, warps;  // this warp's index over the grid, and the grid's warp count
-  int64_t lane, width;  // the lane in its warp, and L
+  int64_t warp, warps;  // this group's index over the grid, and the grid's group count
+  int64_t lane, width;  // the lane in its group, and G
 };
 HIER_DEVICE inline WarpPos warp_pos() {
-  const int64_t l = lanes(), t = first_index();
-  return {t / l, grid_stride() / l, t % l, l};
+  const int64_t g = group_lanes(), t = first_index();
+  return {t / g, grid_stride() / g, t % g, g};
 }
-// The largest of the warp's m, in every lane (m >= 0: the |x| bits of quant::absmax_bits).
+// The largest of the group's m, in every lane of it (m >= 0: the |x| bits of quant::absmax_bits).
 template <class U>
 HIER_DEVICE inline U warp_max(U m) {
   using R = std::conditional_t<sizeof(U) == 8, long long, int>;  // types every shuffle takes
   R r = static_cast<R>(m);
-  for (int o = static_cast<int>(lanes()) / 2; o > 0; o /= 2) {
+  for (int o = static_cast<int>(group_lanes()) / 2; o > 0; o /= 2) {
     const R y = shfl_xor(r, o);
     r = y > r ? y : r;
   }
   return static_cast<U>(r);
 }
-// Grid size for one warp per format block (at most kMaxBlocks blocks of kThreads: the warps
+// Grid size for one group per format block (at most kMaxBlocks blocks of kThreads: the groups
 // stride over the rest).
 unsigned warp_blocks_for(int64_t format_blocks) {
-  return blocks_for(format_blocks * static_cast<int64_t>(host_lanes()));
+  return blocks_for(format_blocks * static_cast<int64_t>(host_group_lanes()));
 }
 // Value i of a record's payload p, as an integer (quant/format.hpp).
 template <int kBits>
@@ -246,9 +266,15 @@ __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char*
   using C = typename F::C;
   constexpr int Q = quant::qmax(kBits);
   const WarpPos w = warp_pos();
-  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+  // The warp's groups take consecutive blocks, round after round: the loop runs as often for
+  // every lane of the warp (a group past the last block takes part in the shuffles with m = 0).
+  const int64_t per_warp = static_cast<int64_t>(lanes()) / w.width, in_warp = w.warp % per_warp;
+  const int64_t nb = quant::num_blocks(n, b);
+  for (int64_t kw = w.warp - in_warp; kw < nb; kw += w.warps) {
+    const int64_t k = kw + in_warp;
+    const bool live = k < nb;
     const T* xb = x + k * b;
-    const int64_t len = quant::block_len(k, n, b), pb = quant::payload_bytes(len, kBits);
+    const int64_t len = live ? quant::block_len(k, n, b) : 0, pb = quant::payload_bytes(len, kBits);
     unsigned char* rec = out + quant::record_offset(k, b, kBits);
     unsigned char* p = rec + 4;
     U m = 0;
@@ -258,7 +284,9 @@ __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char*
       v &= F::kAbsMask;
       m = v > m ? v : m;
     }
-    const float s = quant::scale_of<kBits, T>(warp_max(m));
+    m = warp_max(m);
+    if (!live) continue;
+    const float s = quant::scale_of<kBits, T>(m);
     if (w.lane == 0) {
       quant::store_scale(rec, s);
       if (s != s && bad) atomicAdd(bad, 1ull);  // NaN: the block is sent as NaN
