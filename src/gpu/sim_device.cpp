@@ -8,6 +8,7 @@
 //                                             machine may hold it there; within its span)
 #include <dlfcn.h>
 
+#include <condition_variable>
 #include <mutex>
 #include <unordered_map>
 
@@ -36,6 +37,9 @@ const DeviceHooks& dh() {
 // The device of each stream, fixed when it is made (as a runtime's streams are).
 std::mutex g_mu;
 std::unordered_map<const void*, int> g_stream_device;
+// Waits queued on streams for each event (simStreamWaitEvent): the event outlives them.
+std::condition_variable g_waits_cv;
+std::unordered_map<const void*, int> g_waits;
 
 }  // namespace
 
@@ -69,6 +73,11 @@ int check_arg(Stream s, const void* p) {
   return d >= 0 && d != stream_device(s) ? 700 : 0;
 }
 
+void event_unwaited(Event e) {
+  std::unique_lock<std::mutex> lk(g_mu);
+  g_waits_cv.wait(lk, [&] { return g_waits.find(e) == g_waits.end(); });
+}
+
 void op_begins(Stream s) {
   if (dh().begin) dh().begin(s, stream_device(s));
 }
@@ -89,5 +98,19 @@ int simStreamWaitEvent(simStream_t s, simEvent_t e, unsigned) {
   if (!e) return 400;
   if (int rc = check_stream(s)) return rc;
   const uint64_t want = event_recorded(e);
-  return enqueue(s, [e, want] { event_wait_for(e, want); }, "wait");
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    ++g_waits[e];
+  }
+  const int rc = enqueue(s, [e, want] {
+    event_wait_for(e, want);
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (--g_waits[e] == 0) g_waits.erase(e);
+    g_waits_cv.notify_all();
+  }, "wait");
+  if (rc != 0) {
+    std::lock_guard<std::mutex> lk(g_mu);
+    if (--g_waits[e] == 0) g_waits.erase(e);
+  }
+  return rc;
 }

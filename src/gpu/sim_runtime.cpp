@@ -426,6 +426,7 @@ int simEventCreateWithFlags(simEvent_t* e, unsigned) {
 }
 int simEventDestroy(simEvent_t e) {
   simEventSynchronize(e);  // its last record may still be queued: it refers to e
+  event_unwaited(e);       // and another stream's wait for it (simStreamWaitEvent)
   delete e;
   return 0;
 }

@@ -65,6 +65,7 @@ void op_begins(Stream s);
 // Events as simStreamWaitEvent needs them: the latest record's number, and waiting for it.
 uint64_t event_recorded(Event e);
 void event_wait_for(Event e, uint64_t n);
+void event_unwaited(Event e);  // returns once no stream's queued wait refers to e
 template <class A>
 const void* device_arg(A a) {
   if constexpr (std::is_pointer_v<A>) return a;
