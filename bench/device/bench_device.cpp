@@ -209,10 +209,15 @@ json bench_quant(const std::vector<int64_t>& sizes, int64_t block) {
       // Checked against the host bodies: records, the bad-block count, dequantize, dequantize + add.
       std::vector<char> want(rb);
       const int64_t want_bad = hier::quant::quantize(x.data(), n, block, bits, want.data());
-      int64_t bad = -1;
-      ok(g_mod->quantize(bits, QuantType::F32, dx.p, n, block, drec.p, &bad, g_stream), "quantize");
+      // The bad-block count: a counter in device memory that the kernel adds to.
+      DevBuf dbad(sizeof(unsigned long long));
+      const unsigned long long zero = 0;
+      dbad.put(&zero, sizeof zero);
+      ok(g_mod->quantize(bits, QuantType::F32, dx.p, n, block, drec.p, static_cast<unsigned long long*>(dbad.p), g_stream),
+         "quantize");
       const std::string what = "int" + std::to_string(bits) + " n " + std::to_string(n);
-      if (bad != want_bad || drec.get<char>(rb) != want) fail("quantize " + what);
+      const auto bad = dbad.get<unsigned long long>(1);
+      if (static_cast<int64_t>(bad[0]) != want_bad || drec.get<char>(rb) != want) fail("quantize " + what);
       std::vector<float> out(static_cast<size_t>(n));
       hier::quant::dequantize(want.data(), n, block, bits, out.data());
       ok(g_mod->dequantize(bits, QuantType::F32, drec.p, n, block, dout.p, 0, g_stream), "dequantize");
@@ -222,8 +227,7 @@ json bench_quant(const std::vector<int64_t>& sizes, int64_t block) {
       if (dout.get<float>(n) != out) fail("dequantize + add " + what);
 
       const double q = per_call([&] {
-        int64_t b = 0;  // the module's quantize synchronizes (it returns the bad-block count)
-        return g_mod->quantize(bits, QuantType::F32, dx.p, n, block, drec.p, &b, g_stream);
+        return g_mod->quantize(bits, QuantType::F32, dx.p, n, block, drec.p, nullptr, g_stream);
       });
       const double dq = per_call([&] { return g_mod->dequantize(bits, QuantType::F32, drec.p, n, block, dout.p, 0, g_stream); });
       const double da = per_call([&] { return g_mod->dequantize(bits, QuantType::F32, drec.p, n, block, dout.p, 1, g_stream); });
@@ -281,7 +285,7 @@ void bench_layout(const hier::bench::PackLayout& l, json& rows) {
     fail("upload of " + l.name);
     return;
   }
-  const void* prog = c.device_prog.load();
+  const void* prog = c.device_prog[hier::device::current_device()].load();
   // Device data: a random pattern over the layout's whole span (only its packed bytes matter).
   std::mt19937_64 rng(17);
   std::vector<char> host = random_bytes(static_cast<size_t>(span), rng);

@@ -14,6 +14,7 @@
 #include "core/coll_device.hpp"
 #include "core/colls.hpp"
 #include "core/wrap.hpp"
+#include "device/module.hpp"
 #include "device/runtime_copy.hpp"
 #include "exec/coll_quant.hpp"
 #include "exec/context.hpp"
@@ -159,19 +160,26 @@ inline std::string hier_device_key(const MPI_Request* req, bool staged, bool qua
   return k;
 }
 
-// Whether this rank binds the call's buffers as device memory: every buffer it uses is device
-// memory of a dense type, and a reduction has a kernel. A local choice (the schedule is the same
-// whatever the binding): otherwise the rank stages, or runs on its host buffers. Quantized calls
-// too, 16-bit values (MPIX_C_FLOAT16) and HIER_QUANT_CHECK included (exec/quant_call.cpp).
+// The device this rank binds the call's buffers on (-1: it does not): every buffer it uses is
+// device memory of a dense type on that one device (its ordinal below device::kMaxDevices), and
+// a reduction has a kernel. A local choice (the schedule is the same whatever the binding):
+// otherwise the rank stages, or runs on its host buffers. Quantized calls too, 16-bit values
+// (MPIX_C_FLOAT16) and HIER_QUANT_CHECK included (exec/quant_call.cpp).
 template <Fn B, class... Args>
-bool binds_device(const coll_device::Shape& s, const Args&... a) {
-  for (int i = 0; i < s.n; ++i)
-    if (s.used(i) && (s.buf[i].kind() != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense))
-      return false;
+int binds_device(const coll_device::Shape& s, const Args&... a) {
+  int dev = -1;
+  for (int i = 0; i < s.n; ++i) {
+    if (!s.used(i)) continue;
+    if (s.buf[i].kind() != device::MemKind::Device || !exec::type_info(s.buf[i].type).dense) return -1;
+    const int d = device::device_of(static_cast<const char*>(*s.buf[i].slot) + s.buf[i].offset);
+    if (d < 0 || d >= device::kMaxDevices || (dev >= 0 && d != dev)) return -1;  // buffers on two devices: staged
+    dev = d;
+  }
   // The reductions' op is their fifth argument (sendbuf, recvbuf, count(s), type, op, ...): by
   // position, since MPICH's handles are all ints.
-  if constexpr (kReductions<B>) return exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)));
-  return true;
+  if constexpr (kReductions<B>)
+    if (!exec::device_reducible(s.type, std::get<4>(std::forward_as_tuple(a...)))) return -1;
+  return dev;
 }
 
 // A persistent collective whose schedule this rank runs on host copies of its device buffers:
@@ -211,8 +219,10 @@ Outcome with_buffers(Fwd& fwd, MPI_Request* req, Args... a) {
     // type and op), never from buffers.
     if (!kDeviceSchedules<B> || (exec::persistent_init_scope() && !persistent_on_device<B>(s, a...)))
       return to_mpi<B>(fwd, s, kind, req, a...);
-    if (kind != device::MemKind::Host && bind_device && binds_device<B>(s, a...)) {
-      exec::DeviceCall scope;  // nonblocking: the request keeps the device binding (exec/request.hpp)
+    if (const int dev = kind != device::MemKind::Host && bind_device ? binds_device<B>(s, a...) : -1; dev >= 0) {
+      // On the buffers' device (current for the call; the caller's again after it). Nonblocking:
+      // the request keeps the device binding (exec/request.hpp).
+      exec::DeviceCall scope(s.comm, dev);
       auto ran = hierarchical<B>(req, a...);
       if (!ran) return to_mpi<B>(fwd, s, kind, req, a...);  // left flat: the MPI's own (on host copies where staged)
       const bool quantized = ran->algo == diag::AlgoTag::HierInt8 || ran->algo == diag::AlgoTag::HierInt4;

@@ -18,8 +18,10 @@
 namespace hier::device {
 
 // Bumped whenever the table or a type in it changes: a module of another version is refused.
-// 3: host_alloc / host_release; 4: F16 values, quant_add, dequantize_sum, memset, events.
-inline constexpr uint32_t kModuleAbi = 4;
+// 3: host_alloc / host_release; 4: F16 values, quant_add, dequantize_sum, memset, events;
+// 5: upload on a stream, quantize without a synchronize (a device counter of bad blocks), the
+// current device and a pointer's device.
+inline constexpr uint32_t kModuleAbi = 5;
 
 // The quantization formats' element types (quant/format.hpp owns the records' layout). F16:
 // IEEE binary16 (MPIX_C_FLOAT16), where the module's compiler has a 16-bit float (quant/f16.hpp);
@@ -39,9 +41,12 @@ struct ModuleTable {
   // n bytes, either side host or device memory of this runtime.
   int (*copy)(void* dst, const void* src, size_t n, void* s);
 
-  // A block program copied to device memory once (at the datatype's first device use): `prog`
-  // receives an opaque handle. Synchronous.
-  int (*upload)(const BlockProgram* p, void** prog);
+  // A block program copied to the current device's memory (at the datatype's first use on that
+  // device): `prog` receives an opaque handle. Asynchronous on s: the copies are queued there,
+  // and every later pack or unpack with the handle, on any stream of that device, first waits
+  // for them on its own stream (an event; the host never waits). The program keeps its host
+  // copy of the tables until discard, which waits for the copies before freeing anything.
+  int (*upload)(const BlockProgram* p, void** prog, void* s);
   void (*discard)(void* prog);
   // count elements of the program between `strided` (element 0's origin) and `packed`, exactly
   // the bytes the host backend's pack/unpack moves (device/host.cpp).
@@ -52,10 +57,12 @@ struct ModuleTable {
   // an error (nothing queued).
   int (*reduce)(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void* s);
 
-  // Blockwise quantization (quant/kernels.hpp, quant/format.hpp). quantize synchronizes s and
-  // returns in *bad the number of blocks that could not be quantized (quant::quantize's result).
-  int (*quantize)(int bits, QuantType t, const void* x, int64_t n, int64_t block, void* records, int64_t* bad,
-                  void* s);
+  // Blockwise quantization (quant/kernels.hpp, quant/format.hpp). Asynchronous like every other
+  // kernel: the number of blocks that could not be quantized (quant::quantize's result) is added
+  // to *bad, a counter in memory of the stream's device (null: not counted), when the kernel
+  // runs; the caller reads it after its next synchronization of s.
+  int (*quantize)(int bits, QuantType t, const void* x, int64_t n, int64_t block, void* records,
+                  unsigned long long* bad, void* s);
   // out[i] = value i (add == 0), or out[i] += value i (add != 0).
   int (*dequantize)(int bits, QuantType t, const void* records, int64_t n, int64_t block, void* out, int add,
                     void* s);
@@ -88,6 +95,13 @@ struct ModuleTable {
   int (*event_destroy)(void* e);
   int (*event_record)(void* e, void* s);
   int (*event_wait)(void* e);
+
+  // ABI 5. The calling thread's current device (the runtime's ordinal), making one current, and
+  // the device that owns device memory p (-1: not device memory of this runtime). Streams,
+  // allocations and kernels belong to the device current when they are made or queued.
+  int (*get_device)(int* d);
+  int (*set_device)(int d);
+  int (*pointer_device)(const void* p, int* d);
 };
 
 // The one symbol a module exports: its table for ABI version `abi`, or null (another version,
@@ -103,7 +117,30 @@ inline constexpr const char* kModuleEntry = "hier_device_module";
 // was given explicitly). The answer never changes once a module is loaded.
 const ModuleTable* module(const char* setting);
 
-// The module's own stream for libhier's work (created with the module; null: the default stream).
+// The module's own stream on the calling thread's current device, for the work that belongs to
+// no communicator (datatype packing, tools): one per device ordinal, made at its first use with
+// that device current (null: the default stream, where one could not be made).
 void* module_stream();
+
+// The module's state is kept per device ordinal, below this many (a device above it is staged).
+inline constexpr int kMaxDevices = 16;
+
+// The device of device memory p (-1: none, or no module).
+int device_of(const void* p);
+// The calling thread's current device (0 without a module).
+int current_device();
+
+// Makes device d current on this thread for the scope, and the caller's again at its end; d < 0
+// or the device already current changes nothing.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int d);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int restore_ = -1;
+};
 
 }  // namespace hier::device

@@ -41,16 +41,18 @@ struct Canon {
   // whether or not the layout has an exact form.
   MPI_Datatype elem = MPI_DATATYPE_NULL;
   std::atomic<int> refs{1};
-  // The program in device memory, for the GPU module's kernels (dtype/device_pack.cpp): copied
-  // at the type's first use on a device buffer, discarded with the Canon.
-  std::atomic<void*> device_prog{nullptr};
-  const device::ModuleTable* device_mod = nullptr;  // set once, before device_prog
+  // The program in device memory, for the GPU module's kernels (dtype/device_pack.cpp): one per
+  // device ordinal, copied at the type's first use on a buffer of that device, discarded with
+  // the Canon.
+  std::atomic<void*> device_prog[device::kMaxDevices] = {};
+  std::atomic<const device::ModuleTable*> device_mod{nullptr};  // set before any device_prog
 
   Canon() = default;
   Canon(const Canon&) = delete;
   Canon& operator=(const Canon&) = delete;
   ~Canon() {
-    if (void* p = device_prog.load()) device_mod->discard(p);
+    for (auto& d : device_prog)
+      if (void* p = d.load()) device_mod.load()->discard(p);
   }
 
   void retain() { refs.fetch_add(1, std::memory_order_relaxed); }

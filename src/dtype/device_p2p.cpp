@@ -1,9 +1,12 @@
 #include "dtype/device_p2p.hpp"
 
+#include "device/module.hpp"
+
 #include <climits>
 #include <memory>
 
 #include "config/config.hpp"
+#include "device/module.hpp"
 #include "device/pointer.hpp"
 #include "device/runtime_copy.hpp"
 #include "device/stage.hpp"
@@ -50,7 +53,10 @@ DeviceMessage device_message(const device::ModuleTable& m, const void* buf, int6
   if (device::classify_typed(buf, count, t) == device::MemKind::Host) return msg;
   if (!plan_device_kernels(*c, count, send, device::mpi_gpu_aware(device::runtime(), config::get().gpu_aware)))
     return msg;  // the model prefers host copies of the span, or the GPU-aware MPI's own handling
-  if (!device_ready(m, *c)) return msg;
+  {
+    device::DeviceScope on(device::device_of(buf));  // the program on the buffer's device
+    if (!device_ready(m, *c)) return msg;
+  }
   msg.bytes = static_cast<int>(count * c->size);
   msg.stage = stage_acquire(static_cast<size_t>(msg.bytes));
   if (!msg.stage.p) return msg;

@@ -1,5 +1,6 @@
 #include "dtype/device_pack.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include "config/config.hpp"
@@ -23,37 +24,41 @@ CanonRef checked(const void* typed, const void* packed, int64_t count, int64_t b
   return c;
 }
 
-// The program of c on the device (uploaded at the first call; two racing threads both upload
-// and the loser discards its copy). Null: the module could not.
+// The program of c on the current device (uploaded at the first call there, on the device's
+// module stream, without waiting: the kernels wait for it on the device; two racing threads both
+// upload and the loser discards its copy). Null: the module could not.
 const void* device_program(Canon& c, const device::ModuleTable& m) {
-  if (void* p = c.device_prog.load(std::memory_order_acquire)) return p;
+  const int d = device::current_device();
+  if (d < 0 || d >= device::kMaxDevices) return nullptr;
+  std::atomic<void*>& slot = c.device_prog[d];
+  if (void* p = slot.load(std::memory_order_acquire)) return p;
   void* p = nullptr;
-  if (m.upload(&c.view, &p) != 0) return nullptr;
-  static std::mutex mu;  // device_mod and device_prog are set together
-  std::lock_guard<std::mutex> lk(mu);
-  if (void* q = c.device_prog.load(std::memory_order_acquire)) {
+  if (m.upload(&c.view, &p, device::module_stream()) != 0) return nullptr;
+  c.device_mod.store(&m, std::memory_order_release);  // the one module: the same every time
+  void* expected = nullptr;
+  if (!slot.compare_exchange_strong(expected, p, std::memory_order_acq_rel)) {
     m.discard(p);
-    return q;
+    return expected;
   }
-  c.device_mod = &m;
-  c.device_prog.store(p, std::memory_order_release);
   return p;
 }
 
-// One device scratch buffer for packed bytes bound for (or coming from) host memory, grown as
-// needed and kept: the calls that use it take turns.
+// One device scratch buffer per device for packed bytes bound for (or coming from) host memory,
+// grown as needed and kept: the calls on one device that use it take turns.
 std::mutex g_scratch_mu;
-void* g_scratch = nullptr;
-size_t g_scratch_bytes = 0;
+void* g_scratch[device::kMaxDevices] = {};
+size_t g_scratch_bytes[device::kMaxDevices] = {};
 
 void* scratch(const device::ModuleTable& m, size_t n) {
-  if (n <= g_scratch_bytes) return g_scratch;
-  if (g_scratch) m.release(g_scratch);
-  g_scratch = nullptr;
-  g_scratch_bytes = 0;
-  if (m.alloc(&g_scratch, n) != 0) return g_scratch = nullptr;
-  g_scratch_bytes = n;
-  return g_scratch;
+  const int d = device::current_device();
+  if (d < 0 || d >= device::kMaxDevices) return nullptr;
+  if (n <= g_scratch_bytes[d]) return g_scratch[d];
+  if (g_scratch[d]) m.release(g_scratch[d]);
+  g_scratch[d] = nullptr;
+  g_scratch_bytes[d] = 0;
+  if (m.alloc(&g_scratch[d], n) != 0) return g_scratch[d] = nullptr;
+  g_scratch_bytes[d] = n;
+  return g_scratch[d];
 }
 
 // Runs `kernel(device packed pointer)` with the packed side at `packed` (host or device): a
@@ -84,6 +89,7 @@ std::optional<int> device_kernels(const device::ModuleTable& m, Canon& c, bool t
   const int64_t need = packed_bytes(count, c.size);
   if (need < 0) return std::nullopt;
   if (need == 0) return MPI_SUCCESS;
+  device::DeviceScope on(device::device_of(typed));  // the buffer's device, the caller's after
   const void* prog = device_program(c, m);
   if (!prog) return std::nullopt;
   return with_packed(m, packed, need, to_packed, [&](char* dev, void* s) {

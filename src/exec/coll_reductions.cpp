@@ -77,7 +77,7 @@ int run_elements(Prepared& p, const std::shared_ptr<const sched::Schedule>& sp, 
   const bool on_device = device_call();
   if (on_device) bind_device(b, *p.ctx);
   if (s.scratch > 0) {
-    char* mem = (on_device ? p.ctx->dscratch : p.ctx->scratch).get(static_cast<size_t>(t.span(s.scratch)));
+    char* mem = (on_device ? p.ctx->on_device().dscratch : p.ctx->scratch).get(static_cast<size_t>(t.span(s.scratch)));
     if (!mem) return MPI_ERR_NO_MEM;
     b.scratch = mem - t.true_lb;  // element 0's address, so that its first byte is mem[0]
   }

@@ -208,6 +208,16 @@ void build(Context* c) {
 
 }  // namespace
 
+Context::DeviceSide& Context::on_device(int d, bool with_ops) {
+  std::lock_guard<std::mutex> lk(devices_mu_);
+  DeviceSide& side = devices_[d];
+  if (with_ops && !side.ops_tried && device_module) {
+    side.ops_tried = true;
+    side.ops = DeviceOps::make(d);
+  }
+  return side;
+}
+
 Context::~Context() {
   levels.reset();  // the level communicators first: they were made from the shadow
   int finalized = 0;

@@ -8,9 +8,11 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <tuple>
 #include <vector>
 
+#include "exec/device_steps.hpp"
 #include "exec/scratch.hpp"
 #include "model/plan.hpp"
 #include "sched/cache.hpp"
@@ -40,12 +42,22 @@ struct Context {
   // with the levels, and some rank has one): the collectives libhier runs on device buffers
   // (exec/device_steps.hpp) run hierarchical schedules, a rank whose buffers are device memory
   // binding them as such; the others go to the MPI on every rank. device_module: this rank had
-  // the module then, so its misses reserve device scratch too (dscratch, dtmp) and it may bind
-  // device buffers (a rank that loads a runtime later stages instead).
+  // the module then, so its misses reserve device scratch too (on_device: dscratch, dtmp) and it
+  // may bind device buffers (a rank that loads a runtime later stages instead).
   bool device_hier = false;
   bool device_module = false;
-  Scratch dscratch{Loc::Device};
-  ScratchSet dtmp{Loc::Device};
+  // What this communicator keeps per device ordinal: its own stream and bad-block counter (ops,
+  // made at the first DeviceCall there; null: the process's are used), the device scratch of
+  // its schedules and of libhier's own exchanges. A miss reserves them on the call's device.
+  struct DeviceSide {
+    std::unique_ptr<DeviceOps> ops;
+    bool ops_tried = false;
+    Scratch dscratch{Loc::Device};
+    ScratchSet dtmp{Loc::Device};
+  };
+  // `with_ops`: its operations made if not yet (a DeviceCall's; a host call's miss makes none).
+  DeviceSide& on_device(int d, bool with_ops = false);
+  DeviceSide& on_device() { return on_device(device_of_call()); }
   // device_hier on an MPI that is not GPU-aware: every rank with a runtime has the module, none
   // found the MPI GPU-aware (agreed with the levels). The schedules still bind device buffers,
   // and their message steps run on host copies in `stage` (pinned; exec/device_stage.hpp),
@@ -75,6 +87,10 @@ struct Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   ~Context();  // frees the levels, then the shadow
+
+ private:
+  std::mutex devices_mu_;
+  std::map<int, DeviceSide> devices_;  // (a map: an entry never moves)
 };
 
 // Called by every collective on `comm` before anything else (core/dispatch_coll.hpp): the first

@@ -1,6 +1,8 @@
 #include "exec/device_steps.hpp"
 
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -18,6 +20,8 @@ namespace hier::exec {
 namespace {
 
 thread_local int t_device_call = 0;
+thread_local const DeviceOps* t_call_ops = nullptr;  // the DeviceCall's operations
+thread_local int t_call_dev = -1;                     // and its device
 
 const device::ModuleTable* table() { return device::module(config::get().gpu_module.c_str()); }
 
@@ -54,8 +58,10 @@ int DeviceOps::quantize(int bits, MPI_Datatype t, const void* x, int64_t n, int6
   const auto qt = quant_type_of(t);
   if (!qt) return MPI_ERR_TYPE;
   auto* m = static_cast<const device::ModuleTable*>(table_);
-  int64_t bad = 0;  // blocks sent as NaN: every rank dequantizes them alike, as on the host
-  return mpi_rc(m->quantize(bits, *qt, x, n, block, records, &bad, stream_));
+  // Blocks sent as NaN (every rank dequantizes them alike, as on the host): counted on the
+  // device, read at the next sync; the call neither waits nor locks here.
+  if (bad_) counting_.store(true, std::memory_order_relaxed);
+  return mpi_rc(m->quantize(bits, *qt, x, n, block, records, bad_, stream_));
 }
 
 int DeviceOps::dequantize(int bits, MPI_Datatype t, const void* records, int64_t n, int64_t block, void* out,
@@ -110,7 +116,12 @@ bool device_quantizable(MPI_Datatype t) { return quant_type_of(t).has_value(); }
 
 int DeviceOps::sync() const {
   auto* m = static_cast<const device::ModuleTable*>(table_);
-  return mpi_rc(m->sync(stream_));
+  const bool count = counting_.exchange(false, std::memory_order_relaxed);
+  int rc = count ? m->copy(bad_host_, bad_, sizeof *bad_, stream_) : 0;
+  const int synced = m->sync(stream_);
+  if (rc == 0) rc = synced;
+  if (rc == 0 && count) bad_seen_.store(static_cast<int64_t>(*bad_host_), std::memory_order_relaxed);
+  return mpi_rc(rc);
 }
 
 namespace {
@@ -131,20 +142,58 @@ bool works(const device::ModuleTable* m, void* stream) {
 }
 }  // namespace
 
-const DeviceOps* device_ops() {
-  // Null until a module is loaded (a runtime may come after the first ask), then for good.
-  static std::once_flag once;
-  static DeviceOps ops;
-  static bool usable = false;
+std::unique_ptr<DeviceOps> DeviceOps::make(int d) {
   const device::ModuleTable* m = table();
-  if (!m) return nullptr;
-  std::call_once(once, [m] {
-    ops.table_ = m;
-    ops.stream_ = device::module_stream();
-    usable = works(m, ops.stream_);
-  });
-  return usable ? &ops : nullptr;
+  if (!m || d < 0 || d >= device::kMaxDevices) return nullptr;
+  device::DeviceScope on(d);
+  std::unique_ptr<DeviceOps> ops(new DeviceOps);
+  ops->table_ = m;
+  ops->device_ = d;
+  // No stream of its own: the device's default stream (which every other stream waits for).
+  ops->own_stream_ = m->stream_create(&ops->stream_) == 0;
+  if (!ops->own_stream_) ops->stream_ = nullptr;
+  void* bad = nullptr;
+  void* host = nullptr;
+  if (m->alloc(&bad, sizeof *ops->bad_) != 0) return nullptr;
+  ops->bad_ = static_cast<unsigned long long*>(bad);
+  if (m->host_alloc(&host, sizeof *ops->bad_host_) != 0) return nullptr;
+  ops->bad_host_ = static_cast<unsigned long long*>(host);
+  *ops->bad_host_ = 0;
+  if (m->memset(ops->bad_, 0, sizeof *ops->bad_, ops->stream_) != 0 || m->sync(ops->stream_) != 0) return nullptr;
+  return ops;
 }
+
+DeviceOps::~DeviceOps() {
+  auto* m = static_cast<const device::ModuleTable*>(table_);
+  if (!m) return;
+  device::DeviceScope on(device_);
+  if (stream_) (void)m->sync(stream_);
+  if (bad_) m->release(bad_);
+  if (bad_host_) m->host_release(bad_host_);
+  if (own_stream_) m->stream_destroy(stream_);
+}
+
+const DeviceOps* device_ops() {
+  if (t_call_ops) return t_call_ops;
+  // The process's, per device: null until a module is loaded (a runtime may come after the
+  // first ask), then for good; whether the module works is decided once, on the first device.
+  static std::mutex mu;
+  static std::unique_ptr<DeviceOps> per_device[device::kMaxDevices];
+  static std::atomic<int> usable{-1};  // -1 not tried, 0 no, 1 yes
+  const device::ModuleTable* m = table();
+  if (!m || usable.load(std::memory_order_acquire) == 0) return nullptr;
+  const int d = device::current_device();
+  if (d < 0 || d >= device::kMaxDevices) return nullptr;
+  std::lock_guard<std::mutex> lk(mu);
+  if (!per_device[d]) {
+    per_device[d] = DeviceOps::make(d);
+    if (usable.load(std::memory_order_relaxed) < 0)
+      usable.store(per_device[d] && works(m, per_device[d]->stream_) ? 1 : 0, std::memory_order_release);
+  }
+  return usable.load(std::memory_order_relaxed) == 1 ? per_device[d].get() : nullptr;
+}
+
+int device_of_call() { return t_call_dev >= 0 ? t_call_dev : device::current_device(); }
 
 bool device_reducible(MPI_Datatype t, MPI_Op op) {
   return device::elem_type_of(t).has_value() && device::reduce_op_of(op).has_value();
@@ -170,7 +219,7 @@ void pinned_free(void* p) { module_free(p, true); }
 void bind_device(Binding& b, Context& ctx) {
   for (Loc& l : b.loc) l = Loc::Device;
   b.dev = device_ops();
-  b.tmp = &ctx.dtmp;
+  b.tmp = &ctx.on_device().dtmp;
   if (ctx.device_stage) {  // an MPI that is not GPU-aware: message steps on host copies
     b.stage = &ctx.stage;
     b.stage_tmp = &ctx.tmp;
@@ -178,7 +227,10 @@ void bind_device(Binding& b, Context& ctx) {
 }
 
 int run_on_device(const sched::Schedule& s, Binding& b, Context& ctx) {
-  b.scratch = ctx.dscratch.get(static_cast<size_t>(s.scratch));  // reserved at the miss
+  // Reserved at the miss on the device of that call; a call on another device takes (and keeps)
+  // its own there.
+  b.scratch = ctx.on_device().dscratch.get(static_cast<size_t>(s.scratch));
+  if (!b.scratch) return MPI_ERR_NO_MEM;
   bind_device(b, ctx);
   return run(s, *ctx.levels, b);
 }
@@ -186,8 +238,9 @@ int run_on_device(const sched::Schedule& s, Binding& b, Context& ctx) {
 bool reserve_device(Context& ctx, const sched::Schedule& s, int64_t scratch_bytes, const TypeInfo* info) {
   if (!ctx.device_module) return true;
   if (util::injected_failure("device_scratch")) return false;  // tests: out of device memory
-  if (scratch_bytes > 0 && !ctx.dscratch.get(static_cast<size_t>(scratch_bytes))) return false;
-  if (!reserve(s, *ctx.levels, info, &ctx.dtmp)) return false;
+  Context::DeviceSide& side = ctx.on_device();  // the device of this call (the current one)
+  if (scratch_bytes > 0 && !side.dscratch.get(static_cast<size_t>(scratch_bytes))) return false;
+  if (!reserve(s, *ctx.levels, info, &side.dtmp)) return false;
   return !ctx.device_stage || reserve_stage(ctx.stage, ctx.tmp, ctx, s, info);
 }
 
@@ -197,8 +250,23 @@ bool reserve_stage(ScratchSet& stage, ScratchSet& tmp, Context& ctx, const sched
   return stage_reserve(s, *ctx.levels, info ? info->size : 1, stage) && reserve(s, *ctx.levels, info, &tmp);
 }
 
-DeviceCall::DeviceCall() { ++t_device_call; }
-DeviceCall::~DeviceCall() { --t_device_call; }
+DeviceCall::DeviceCall(MPI_Comm comm, int device) : prev_ops_(t_call_ops), prev_device_(t_call_dev) {
+  ++t_device_call;
+  const device::ModuleTable* m = table();
+  int cur = -1;
+  if (device >= 0 && m && m->get_device(&cur) == 0 && cur != device && m->set_device(device) == 0) restore_ = cur;
+  t_call_dev = device;
+  Context* ctx = context_of(comm);  // built by the dispatch already (exec::gpu_path)
+  const DeviceOps* ops = ctx ? ctx->on_device(device, true).ops.get() : nullptr;
+  t_call_ops = nullptr;
+  t_call_ops = ops ? ops : device_ops();  // no stream of its own: the process's on the device
+}
+DeviceCall::~DeviceCall() {
+  --t_device_call;
+  t_call_ops = prev_ops_;
+  t_call_dev = prev_device_;
+  if (restore_ >= 0) table()->set_device(restore_);
+}
 bool device_call() { return t_device_call > 0; }
 
 }  // namespace hier::exec

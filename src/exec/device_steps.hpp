@@ -10,7 +10,9 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "exec/scratch.hpp"
 
@@ -20,17 +22,31 @@ struct Schedule;
 
 namespace hier::exec {
 
-// The GPU module's local operations, on its own stream (all asynchronous but sync).
+// The GPU module's local operations on one device, on a stream of that device (all asynchronous
+// but sync). The process has one per device (device_ops), each communicator its own per device
+// (Context::on_device), so that two communicators' calls never wait for each other's work.
 class DeviceOps {
  public:
+  // Ops on device d (made current for the creation) with a stream of their own (the default
+  // stream where none could be made); null: no module, or no bad-block counter could be made.
+  static std::unique_ptr<DeviceOps> make(int d);
+  ~DeviceOps();
+  DeviceOps(const DeviceOps&) = delete;
+  DeviceOps& operator=(const DeviceOps&) = delete;
+  int device() const { return device_; }
+  // Blocks that quantize could not quantize (sent as NaN) since these ops were made, as read by
+  // the last sync (the count is kept on the device and copied back only there).
+  int64_t bad_blocks() const { return bad_seen_.load(std::memory_order_relaxed); }
+
   int copy(void* dst, const void* src, int64_t bytes) const;  // either side device or host memory
   // inout[i] = in[i] op inout[i] on device memory; MPI_ERR_OP for a pair without a kernel.
   int reduce(const void* in, void* inout, int64_t n, MPI_Datatype t, MPI_Op op) const;
-  int sync() const;  // waits until everything queued is done
+  int sync() const;  // waits until everything queued is done (and reads the bad-block count)
   // The quantization steps of quantized schedules (quant/kernels.hpp) on device memory, values
-  // of `t` (device_quantizable): records of `bits` in blocks of `block` values. quantize
-  // synchronizes the stream; dequantize adds onto out where `add`; feedback writes the error
-  // feedback's residual r = x - deq(records), 0 where not finite.
+  // of `t` (device_quantizable): records of `bits` in blocks of `block` values. quantize counts
+  // the blocks it could not quantize on the device (bad_blocks, read by the next sync);
+  // dequantize adds onto out where `add`; feedback writes the error feedback's residual
+  // r = x - deq(records), 0 where not finite.
   int quantize(int bits, MPI_Datatype t, const void* x, int64_t n, int64_t block, void* records) const;
   int dequantize(int bits, MPI_Datatype t, const void* records, int64_t n, int64_t block, void* out, bool add) const;
   int feedback(int bits, MPI_Datatype t, const void* records, const void* x, int64_t n, int64_t block, void* r) const;
@@ -50,12 +66,23 @@ class DeviceOps {
 
  private:
   friend const DeviceOps* device_ops();
+  DeviceOps() = default;
   const void* table_ = nullptr;  // device::ModuleTable
   void* stream_ = nullptr;
+  bool own_stream_ = false;
+  int device_ = 0;
+  unsigned long long* bad_ = nullptr;       // device memory: the quantize kernels' count
+  unsigned long long* bad_host_ = nullptr;  // pinned: where sync copies it
+  mutable std::atomic<bool> counting_{false};  // a quantize was queued since the last sync
+  mutable std::atomic<int64_t> bad_seen_{0};
 };
 
-// This process's GPU module (HIER_GPU_MODULE), loaded on first use; null: none.
+// The GPU module's operations for this thread's call: inside a DeviceCall, the communicator's
+// own on the call's device; elsewhere the process's on the current device. Loaded on first use
+// (HIER_GPU_MODULE); null: none, or the module does not work here.
 const DeviceOps* device_ops();
+// The device the current call's buffers live on: DeviceCall's, else the current device.
+int device_of_call();
 
 // Whether a reduction of (t, op) has a kernel in the module (device/reduce_mpi.hpp).
 bool device_reducible(MPI_Datatype t, MPI_Op op);
@@ -63,15 +90,22 @@ bool device_reducible(MPI_Datatype t, MPI_Op op);
 // libhier quantizes it: exec::quant_f16).
 bool device_quantizable(MPI_Datatype t);
 
-// Set by the collectives' dispatch (core/dispatch_coll.hpp) around a blocking call on a
+// Set by the collectives' dispatch (core/dispatch_coll.hpp) around a call on a
 // Context::device_hier communicator whose used buffers on this rank are all device memory of
-// dense types: the entry points then bind them as Loc::Device.
+// dense types on device `device`: the entry points then bind them as Loc::Device, with comm's
+// operations on that device (device_ops). The device is current for the scope, and the
+// caller's again after it (a request completed later makes it current again: exec/request.cpp).
 class DeviceCall {
  public:
-  DeviceCall();
+  DeviceCall(MPI_Comm comm, int device);
   ~DeviceCall();
   DeviceCall(const DeviceCall&) = delete;
   DeviceCall& operator=(const DeviceCall&) = delete;
+
+ private:
+  int restore_ = -1;
+  const DeviceOps* prev_ops_ = nullptr;
+  int prev_device_ = -1;
 };
 bool device_call();
 

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "device/module.hpp"
 #include "exec/direct.hpp"
 #include "exec/request.hpp"
 #include "quant/feedback.hpp"
@@ -110,11 +111,12 @@ int start_exact(QuantCall& q, char* chk) {
 // program's order of calls on every rank: takes the site's residual, samples the check
 // (check_this_call) and, when sampled, saves the exact collective's input and starts it.
 int begin(QuantCall& q, char* chk) {
+  device::DeviceScope on(q.dev ? q.dev->device() : -1);
   q.res = quant::residual(q.site, q.s->residual * q.t.size, q.on_device ? &kDeviceResidual : nullptr);
   q.check = quant::check_this_call(q.ctx, q.coll);
   if (!q.check) return MPI_SUCCESS;
   if (q.on_device) {  // the input copied to the host (my block through the device blocks), waited for
-    const DeviceOps* d = device_ops();
+    const DeviceOps* d = q.dev;
     int rc = q.in ? d->copy(chk + q.in_off, q.in, q.in_bytes) : q.blocks->load(q.ctx->levels->rank, chk + q.in_off, q.in_bytes);
     if (rc == MPI_SUCCESS) rc = d->sync();
     return rc == MPI_SUCCESS ? start_exact(q, chk) : rc;
@@ -130,6 +132,7 @@ int begin(QuantCall& q, char* chk) {
 // What follows a successful run: the statistics, then the check's comparison (its exact
 // collective waited for here if still outstanding: a request's completed with the request).
 int finish(QuantCall& q, char* chk, bool request) {
+  device::DeviceScope on(q.dev ? q.dev->device() : -1);
   const double exact_ns = q.plan.algo == sched::Algorithm::Flat ? q.plan.flat_ns : q.plan.hier_ns;
   quant::note_call(q.coll, q.bits, q.exact_bytes, q.sent_bytes, q.plan.quant_ns, exact_ns, request);
   if (!q.check) return MPI_SUCCESS;
@@ -137,7 +140,7 @@ int finish(QuantCall& q, char* chk, bool request) {
     if (int rc = PMPI_Wait(&q.exact, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) return rc;
   const char* got = q.recv;
   if (q.on_device) {  // the result, in device memory (the run waited for its kernels), to the host
-    const DeviceOps* d = device_ops();
+    const DeviceOps* d = q.dev;
     got = chk + q.got_off;
     int rc = d->copy(chk + q.got_off, q.recv, q.out_n * q.t.size);
     if (rc == MPI_SUCCESS) rc = d->sync();
@@ -156,14 +159,14 @@ int finish(QuantCall& q, char* chk, bool request) {
 int run_blocking(QuantCall& q) {
   Context* ctx = q.ctx;
   const bool on_device = q.on_device;
-  char* mem = on_device ? ctx->dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
+  char* mem = on_device ? ctx->on_device().dscratch.get(static_cast<size_t>(device_bytes(*q.s, q.t)))
                         : ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes)));
   if (!mem) return MPI_ERR_NO_MEM;
   // The check's copies: host memory, the context's host scratch on a device binding too.
   char* host = on_device ? ctx->scratch.get(static_cast<size_t>(memory_bytes(*q.s, q.t, q.check_bytes))) : mem;
   if (!host) return MPI_ERR_NO_MEM;
   char* chk = host + check_at(*q.s, q.t);
-  make_blocks(q, on_device ? device_ops() : nullptr);
+  make_blocks(q, on_device ? q.dev : nullptr);
   int rc = begin(q, chk);
   if (rc != MPI_SUCCESS) return rc;
   Binding b;
@@ -194,7 +197,7 @@ int start_quant_request(std::unique_ptr<QuantCall> qp, MPI_Request* out) {
   }
   const bool dev = q->on_device;
   if (dev) bind_device(r->b, *q->ctx);  // request_scratch then gives device memory
-  make_blocks(*q, dev ? device_ops() : nullptr);
+  make_blocks(*q, dev ? q->dev : nullptr);
   char* mem = request_scratch(*r, dev ? device_bytes(*q->s, q->t) : memory_bytes(*q->s, q->t, q->check_bytes), &q->t);
   if (!mem) return MPI_ERR_NO_MEM;
   bind(r->b, *q, mem);
@@ -251,6 +254,7 @@ int64_t check_bytes_if(int64_t bytes) { return config::get().quant_check_every >
 Ran run_or_start(std::unique_ptr<QuantCall> q, MPI_Request* req) {
   const diag::AlgoTag algo = q->bits == 8 ? diag::AlgoTag::HierInt8 : diag::AlgoTag::HierInt4;
   q->on_device = device_call();
+  q->dev = q->on_device ? device_ops() : nullptr;
   if (req) return {start_quant_request(std::move(q), req), algo};
   return {run_blocking(*q), algo};
 }

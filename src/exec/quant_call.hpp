@@ -90,6 +90,9 @@ struct QuantCall {
   // The user's buffers are device memory (device_call() where the call was made): the schedule
   // is bound on the device, blocking or as a request, and the residual lives in device memory.
   bool on_device = false;
+  // Its device operations (the call's communicator's on the buffers' device), for every later
+  // start and completion of a request too, made on that device (device::DeviceScope).
+  const DeviceOps* dev = nullptr;
   MPI_Request exact = MPI_REQUEST_NULL;
 };
 

@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "base/hooks.hpp"
+#include "device/module.hpp"
 #include "diag/log.hpp"
 #include "exec/prepare.hpp"
 #include "util/inject.hpp"
@@ -136,6 +137,9 @@ bool side_done(CollRequest* r) {
 // Advances r without waiting; true when its schedule is done (and its side requests).
 bool advance(CollRequest* r) {
   Machine& m = *r->machine;
+  // A request bound to device buffers works on their device, whichever thread advances it (the
+  // program's in MPI_Wait / MPI_Test, or the progress thread), and leaves that thread's own.
+  device::DeviceScope on(r->b.dev ? r->b.dev->device() : -1);
   for (;;) {
     if (m.in_flight() && !m.complete_group(false)) return false;
     if (m.done()) {
@@ -404,6 +408,11 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
   }
   try {
     if (!r.mem) r.mem = std::make_unique<RequestMemory>();
+    if (dev && r.mem->device != r.b.dev->device()) {  // device memory of another device: made anew
+      r.mem->dscratch = Scratch{Loc::Device};
+      r.mem->dtmp = ScratchSet{Loc::Device};
+      r.mem->device = r.b.dev->device();
+    }
     ScratchSet& tmp = dev ? r.mem->dtmp : r.mem->tmp;
     char* m = (dev ? r.mem->dscratch : r.mem->scratch).get(static_cast<size_t>(scratch_bytes));
     // (staged device bindings: the message steps' host copies too, exec/device_stage.hpp)
@@ -428,8 +437,13 @@ char* request_scratch(CollRequest& r, int64_t scratch_bytes, const TypeInfo* inf
     std::lock_guard<std::mutex> lk(g_mu);
     ctx->memory_lent = true;
   }
-  r.b.tmp = dev ? &ctx->dtmp : &ctx->tmp;
-  return (dev ? ctx->dscratch : ctx->scratch).get(static_cast<size_t>(scratch_bytes));
+  if (!dev) {
+    r.b.tmp = &ctx->tmp;
+    return ctx->scratch.get(static_cast<size_t>(scratch_bytes));
+  }
+  Context::DeviceSide& side = ctx->on_device(r.b.dev->device());
+  r.b.tmp = &side.dtmp;
+  return side.dscratch.get(static_cast<size_t>(scratch_bytes));
 }
 
 namespace engine {

@@ -77,6 +77,7 @@ struct RequestMemory {
   ScratchSet tmp;
   Scratch dscratch{Loc::Device};
   ScratchSet dtmp{Loc::Device};
+  int device = -1;                // the device ordinal dscratch and dtmp belong to
   ScratchSet stage{Loc::Pinned};  // staged device bindings (exec/device_stage.hpp): host copies of message steps
 };
 

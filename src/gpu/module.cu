@@ -5,13 +5,13 @@
 //   - pack / unpack: each thread takes `G` packed bytes at a time (G = the program's grain, at
 //     most 16, never crossing a run) and finds their source with device/locate.hpp;
 //   - reductions: device/reduce.hpp over the type table device/reduce_types.def;
-//   - quantization: quant/kernels.hpp, one format block per thread (float, double, and 16-bit
-//     floats where the compiler has them: quant/f16.hpp);
+//   - quantization: one warp per format block, adjacent lanes on adjacent values, the block's
+//     scale from a shuffle reduction, each value through quant/kernels.hpp's operations (float,
+//     double, and 16-bit floats where the compiler has them: quant/f16.hpp);
 // Every kernel strides over its work by the grid's size, so any grid is correct (the simulated
 // device runs a small one).
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -63,13 +63,29 @@ __global__ void pack_kernel(ProgramView v, char* strided, char* packed, int64_t 
   }
 }
 
-// The program in device memory: its arrays and the prefix tables, one allocation.
+// The program in device memory: its arrays and the prefix tables, one allocation, copied from
+// one host image that the program keeps until discard (the copy is asynchronous). `ready`: an
+// event recorded after the copy, which every pack or unpack waits for on its own stream.
 struct DeviceProgram {
   ProgramView view;
   void* mem = nullptr;
+  char* image = nullptr;
+  GPU(Event_t) ready = nullptr;
 };
 
-int upload(const device::BlockProgram* p, void** out) {
+void discard(void* prog) {
+  auto* dp = static_cast<DeviceProgram*>(prog);
+  if (!dp) return;
+  if (dp->ready) {
+    (void)GPU(EventSynchronize)(dp->ready);  // the copy reads `image` and writes `mem`
+    (void)GPU(EventDestroy)(dp->ready);
+  }
+  if (dp->mem) (void)GPU(Free)(dp->mem);
+  delete[] dp->image;
+  delete dp;
+}
+
+int upload(const device::BlockProgram* p, void** out, void* stream) {
   // The arrays' sizes: the program stores only pointers, so they are found by walking it.
   int32_t n_items = 0, n_seqs = 0, n_entries = 0;
   for (int32_t s = 0; s < n_seqs + 1; ++s) {  // sequence 0 exists; every group names a later one
@@ -86,20 +102,24 @@ int upload(const device::BlockProgram* p, void** out) {
   const size_t b_items = sizeof(device::Item) * n_items, b_seqs = sizeof(device::SeqRange) * n_seqs,
                b_entries = sizeof(device::GatherEntry) * n_entries, b_at = sizeof(int64_t) * n_items,
                b_eat = sizeof(int64_t) * n_entries;
+  const size_t total = b_items + b_seqs + b_entries + b_at + b_eat + 8;
   auto* dp = new (std::nothrow) DeviceProgram;
   if (!dp) return 2;
-  char* m = nullptr;
-  int rc = GPU(Malloc)(reinterpret_cast<void**>(&m), b_items + b_seqs + b_entries + b_at + b_eat + 8);
+  dp->image = new (std::nothrow) char[total];
+  int rc = dp->image ? 0 : 2;
+  if (rc == 0) rc = GPU(Malloc)(&dp->mem, total);
+  if (rc == 0) rc = GPU(EventCreateWithFlags)(&dp->ready, GPU(EventDisableTiming));
   if (rc != 0) {
-    delete dp;
+    discard(dp);
     return rc;
   }
-  dp->mem = m;
-  // Every array is 8-byte aligned (the structs' sizes are multiples of 8).
-  char* at = m;
+  // Every array is 8-byte aligned (the structs' sizes are multiples of 8), at the same offset in
+  // the image and in device memory.
+  char* const m = static_cast<char*>(dp->mem);
+  size_t at = 0;
   auto put = [&](const void* src, size_t n) {
-    char* d = at;
-    if (n && rc == 0) rc = GPU(MemcpyAsync)(d, src, n, GPU(MemcpyDefault), nullptr);
+    if (n) std::memcpy(dp->image + at, src, n);
+    char* d = m + at;
     at += n;
     return d;
   };
@@ -111,30 +131,27 @@ int upload(const device::BlockProgram* p, void** out) {
   dp->view.item_at = reinterpret_cast<const int64_t*>(put(t.item_at.data(), b_at));
   dp->view.entry_at = reinterpret_cast<const int64_t*>(put(t.entry_at.data(), b_eat));
   dp->view.grain = t.grain;
-  // The tables are host locals: every copy queued ends before they do, also when a later one
-  // could not be queued (the first copies would otherwise read freed host memory and write m).
-  const int synced = static_cast<int>(GPU(StreamSynchronize)(nullptr));
-  if (rc == 0) rc = synced;
+  const Stream s = static_cast<Stream>(stream);
+  rc = GPU(MemcpyAsync)(m, dp->image, at, GPU(MemcpyDefault), s);
+  if (rc == 0) rc = GPU(EventRecord)(dp->ready, s);
   if (rc != 0) {
-    GPU(Free)(m);
-    delete dp;
+    (void)GPU(StreamSynchronize)(s);  // a copy queued before the record failed still reads the image
+    (void)GPU(EventDestroy)(dp->ready);
+    dp->ready = nullptr;
+    discard(dp);
     return rc;
   }
   *out = dp;
   return 0;
 }
 
-void discard(void* prog) {
-  auto* dp = static_cast<DeviceProgram*>(prog);
-  if (!dp) return;
-  GPU(Free)(dp->mem);
-  delete dp;
-}
-
 template <bool kPack>
 int run_pack(const void* prog, void* strided, int64_t count, void* packed, Stream s) {
-  const ProgramView& v = static_cast<const DeviceProgram*>(prog)->view;
+  const auto* dp = static_cast<const DeviceProgram*>(prog);
+  const ProgramView& v = dp->view;
   if (count <= 0 || v.p.size <= 0) return 0;
+  // The upload may have been queued on another stream: this one waits for it (on the device).
+  if (int rc = GPU(StreamWaitEvent)(s, dp->ready, 0)) return rc;
   // The grain, narrowed to what both pointers' alignment allows.
   int64_t g = v.grain;
   g = device::grain_of(g, static_cast<int64_t>(reinterpret_cast<uintptr_t>(strided) % 16));
@@ -185,23 +202,154 @@ int reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void
 
 // ---- quantization ----------------------------------------------------------------------------
 
+// One group of lanes per format block: lane l of the group takes the block's values l, l + G,
+// l + 2G, ... (G = group_lanes()), so each load or store instruction covers G adjacent values of
+// each group; the block's absmax is a shuffle reduction within the group (xor masks below G stay
+// inside it: groups are aligned to G), after which every lane of the group holds the scale and
+// its lane 0 writes it. On a GPU the group is the whole warp (wavefront). On the simulated device
+// it is 2 of the warp's 8 lanes: each of its shuffles is two barriers over OS threads, and a
+// group of 8 (3 shuffles per block) made the quantized suites several times slower; the same code
+// then runs groups that are not the whole warp, the GPU's case (G = L) only compiled. The groups
+// stride over the blocks by the grid's group count; a block's loop trip count is the same for
+// every lane of its warp (every group of a warp runs the same number of blocks: shuffles need the
+// whole warp). Every value goes through the same quant/kernels.hpp operations as on the host, so
+// the records and values are the same bits.
+HIER_DEVICE inline unsigned group_lanes() {
+#if defined(HIER_GPU_SIM)
+  return 2;
+#else
+  return lanes();
+#endif
+}
+constexpr unsigned host_group_lanes() {
+#if defined(HIER_GPU_SIM)
+  return 2;
+#else
+  return host_lanes();
+#endif
+}
+struct WarpPos {
+  int64_t warp, warps;  // this group's index over the grid, and the grid's group count
+  int64_t lane, width;  // the lane in its group, and G
+};
+HIER_DEVICE inline WarpPos warp_pos() {
+  const int64_t g = group_lanes(), t = first_index();
+  return {t / g, grid_stride() / g, t % g, g};
+}
+// The largest of the group's m, in every lane of it (m >= 0: the |x| bits of quant::absmax_bits).
+template <class U>
+HIER_DEVICE inline U warp_max(U m) {
+  using R = std::conditional_t<sizeof(U) == 8, long long, int>;  // types every shuffle takes
+  R r = static_cast<R>(m);
+  for (int o = static_cast<int>(group_lanes()) / 2; o > 0; o /= 2) {
+    const R y = shfl_xor(r, o);
+    r = y > r ? y : r;
+  }
+  return static_cast<U>(r);
+}
+// Grid size for one group per format block (at most kMaxBlocks blocks of kThreads: the groups
+// stride over the rest).
+unsigned warp_blocks_for(int64_t format_blocks) {
+  return blocks_for(format_blocks * static_cast<int64_t>(host_group_lanes()));
+}
+// Value i of a record's payload p, as an integer (quant/format.hpp).
+template <int kBits>
+HIER_DEVICE inline int32_t payload_value(const unsigned char* p, int64_t i) {
+  if constexpr (kBits == 8) return static_cast<int8_t>(p[i]);
+  else return (i & 1) ? quant::nib_hi(p[i / 2]) : quant::nib_lo(p[i / 2]);
+}
+
 template <int kBits, class T>
 __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char* out, unsigned long long* bad) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    if (quant::quantize_block<kBits>(x + k * b, quant::block_len(k, n, b), out + quant::record_offset(k, b, kBits)))
-      atomicAdd(bad, 1ull);
+  using F = quant::FloatBits<T>;
+  using U = typename F::U;
+  using C = typename F::C;
+  constexpr int Q = quant::qmax(kBits);
+  const WarpPos w = warp_pos();
+  // The warp's groups take consecutive blocks, round after round: the loop runs as often for
+  // every lane of the warp (a group past the last block takes part in the shuffles with m = 0).
+  const int64_t per_warp = static_cast<int64_t>(lanes()) / w.width, in_warp = w.warp % per_warp;
+  const int64_t nb = quant::num_blocks(n, b);
+  for (int64_t kw = w.warp - in_warp; kw < nb; kw += w.warps) {
+    const int64_t k = kw + in_warp;
+    const bool live = k < nb;
+    const T* xb = x + k * b;
+    const int64_t len = live ? quant::block_len(k, n, b) : 0, pb = quant::payload_bytes(len, kBits);
+    unsigned char* rec = out + quant::record_offset(k, b, kBits);
+    unsigned char* p = rec + 4;
+    U m = 0;
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      U v;
+      memcpy(&v, &xb[i], sizeof(T));
+      v &= F::kAbsMask;
+      m = v > m ? v : m;
+    }
+    m = warp_max(m);
+    if (!live) continue;
+    const float s = quant::scale_of<kBits, T>(m);
+    if (w.lane == 0) {
+      quant::store_scale(rec, s);
+      if (s != s && bad) atomicAdd(bad, 1ull);  // NaN: the block is sent as NaN
+    }
+    if (!(s > 0.0f)) {  // all zeros, or NaN: a zero payload
+      for (int64_t j = w.lane; j < pb; j += w.width) p[j] = 0;
+      continue;
+    }
+    const C st = static_cast<C>(s);
+    const bool div = quant::divides<T>(s);
+    const C inv = div ? C(0) : quant::div_rn(C(1), st);
+    auto q = [&](T v) {
+      const C c = quant::widen(v);
+      return div ? quant::round_nearest<Q>(quant::scaled<true>(c, inv, st))
+                 : quant::round_nearest<Q>(quant::scaled<false>(c, inv, st));
+    };
+    if constexpr (kBits == 8) {
+      for (int64_t i = w.lane; i < len; i += w.width) p[i] = static_cast<unsigned char>(q(xb[i]));
+    } else {  // byte j: values 2j (low nibble) and 2j + 1 (high; 0 past an odd block's end)
+      for (int64_t j = w.lane; j < pb; j += w.width) {
+        const int32_t lo = q(xb[2 * j]), hi = 2 * j + 1 < len ? q(xb[2 * j + 1]) : 0;
+        p[j] = static_cast<unsigned char>((lo & 0xf) | ((hi & 0xf) << 4));
+      }
+    }
+  }
 }
 
 template <int kBits, bool kAdd, class T>
 __global__ void dequantize_kernel(const unsigned char* in, int64_t n, int64_t b, T* out) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    quant::dequantize_block<kBits, kAdd>(in + quant::record_offset(k, b, kBits), quant::block_len(k, n, b), out + k * b);
+  using C = typename quant::FloatBits<T>::C;
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const unsigned char* rec = in + quant::record_offset(k, b, kBits);
+    const C s = static_cast<C>(quant::load_scale(rec));
+    const int64_t len = quant::block_len(k, n, b);
+    T* o = out + k * b;
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      const C v = quant::mul_rn(static_cast<C>(payload_value<kBits>(rec + 4, i)), s);
+      if constexpr (kAdd) o[i] = quant::narrow_to<T>(quant::add_rn(quant::widen(o[i]), v));
+      else o[i] = quant::narrow_to<T>(v);
+    }
+  }
 }
 
+// r = x - (the records' value), 0 where not finite (quant::feedback_block, value by value).
 template <int kBits, class T>
 __global__ void feedback_kernel(const unsigned char* in, const T* x, int64_t n, int64_t b, T* r) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    quant::feedback_block<kBits>(in + quant::record_offset(k, b, kBits), x + k * b, quant::block_len(k, n, b), r + k * b);
+  using F = quant::FloatBits<T>;
+  using C = typename F::C;
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const unsigned char* rec = in + quant::record_offset(k, b, kBits);
+    const C s = static_cast<C>(quant::load_scale(rec));
+    const int64_t len = quant::block_len(k, n, b);
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      const T deq = quant::narrow_to<T>(quant::mul_rn(static_cast<C>(payload_value<kBits>(rec + 4, i)), s));
+      T d = quant::narrow_to<T>(quant::add_rn(quant::widen(x[k * b + i]), -quant::widen(deq)));
+      typename F::U bits;
+      memcpy(&bits, &d, sizeof(T));
+      if ((bits & F::kAbsMask) >= F::kExpAll) memset(&d, 0, sizeof(T));  // +0
+      r[k * b + i] = d;
+    }
+  }
 }
 
 template <class T>
@@ -210,12 +358,24 @@ __global__ void add_kernel(const T* r, T* x, int64_t n) {
 }
 
 #if HIER_QUANT_F16
+// The fused dequantize-reduce of 16-bit values (quant::dequantize_sum_block, value by value): the
+// parts summed in float from +0, in part order, rounded to 16 bits once.
 template <int kBits>
 __global__ void dequantize_sum_kernel(const unsigned char* in, int64_t part_bytes, int parts, int64_t n, int64_t b,
                                       quant::f16* out) {
-  for (int64_t k = first_index(); k < quant::num_blocks(n, b); k += grid_stride())
-    quant::dequantize_sum_block<kBits>(in + quant::record_offset(k, b, kBits), part_bytes, parts,
-                                       quant::block_len(k, n, b), out + k * b);
+  const WarpPos w = warp_pos();
+  for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
+    const unsigned char* rec = in + quant::record_offset(k, b, kBits);
+    const int64_t len = quant::block_len(k, n, b);
+    for (int64_t i = w.lane; i < len; i += w.width) {
+      float acc = 0.0f;
+      for (int part = 0; part < parts; ++part) {
+        const unsigned char* r = rec + part * part_bytes;
+        acc = quant::add_rn(acc, quant::mul_rn(static_cast<float>(payload_value<kBits>(r + 4, i)), quant::load_scale(r)));
+      }
+      out[k * b + i] = quant::narrow_to<quant::f16>(acc);
+    }
+  }
 }
 #endif
 
@@ -236,32 +396,20 @@ int by_type(device::QuantType t, F&& f) {
   return 1;
 }
 
-// One counter of bad blocks in device memory, for every quantize call (they take turns).
-std::mutex g_bad_mu;
-unsigned long long* g_bad = nullptr;
-
+// No lock and no synchronize: the bad blocks are counted into the caller's counter (device
+// memory of s's device, or null), which the caller reads after its own next synchronization.
 template <class T>
-int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, int64_t* bad, Stream s) {
-  std::lock_guard<std::mutex> lk(g_bad_mu);
-  int rc = 0;
-  if (!g_bad) rc = GPU(Malloc)(reinterpret_cast<void**>(&g_bad), sizeof *g_bad);
-  unsigned long long host_bad = 0;
-  if (rc == 0) rc = GPU(MemsetAsync)(g_bad, 0, sizeof *g_bad, s);
-  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+int quantize_t(int bits, const void* x, int64_t n, int64_t b, void* out, unsigned long long* bad, Stream s) {
+  const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
   const T* xt = static_cast<const T*>(x);
   auto* o = static_cast<unsigned char*>(out);
-  if (rc == 0)
-    rc = bits == 8 ? launch(quantize_kernel<8, T>, grid, kThreads, s, xt, n, b, o, g_bad)
-                   : launch(quantize_kernel<4, T>, grid, kThreads, s, xt, n, b, o, g_bad);
-  if (rc == 0) rc = GPU(MemcpyAsync)(&host_bad, g_bad, sizeof host_bad, GPU(MemcpyDefault), s);
-  if (rc == 0) rc = GPU(StreamSynchronize)(s);
-  if (rc == 0) *bad = static_cast<int64_t>(host_bad);
-  return rc;
+  return bits == 8 ? launch(quantize_kernel<8, T>, grid, kThreads, s, xt, n, b, o, bad)
+                   : launch(quantize_kernel<4, T>, grid, kThreads, s, xt, n, b, o, bad);
 }
 
-int quantize(int bits, device::QuantType t, const void* x, int64_t n, int64_t b, void* out, int64_t* bad, void* s) {
+int quantize(int bits, device::QuantType t, const void* x, int64_t n, int64_t b, void* out, unsigned long long* bad,
+             void* s) {
   if (!quant::valid_bits(bits) || !quant::valid_block(b) || n < 0) return 1;
-  *bad = 0;
   if (n == 0) return 0;
   return by_type(t, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -273,7 +421,7 @@ template <class T>
 int dequantize_t(int bits, const void* in, int64_t n, int64_t b, void* out, bool add, Stream s) {
   const auto* i = static_cast<const unsigned char*>(in);
   T* o = static_cast<T*>(out);
-  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
   if constexpr (sizeof(T) == 2) {  // 16-bit values are never summed in 16 bits: dequantize_sum
     if (add) return 1;
     return bits == 8 ? launch(dequantize_kernel<8, false, T>, grid, kThreads, s, i, n, b, o)
@@ -303,7 +451,7 @@ int dequantize_sum(int bits, device::QuantType t, const void* in, int64_t part_b
 #if HIER_QUANT_F16
   const auto* i = static_cast<const unsigned char*>(in);
   auto* o = static_cast<quant::f16*>(out);
-  const unsigned grid = blocks_for(quant::num_blocks(n, b));
+  const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
   const Stream st = static_cast<Stream>(s);
   return bits == 8 ? launch(dequantize_sum_kernel<8>, grid, kThreads, st, i, part_bytes, parts, n, b, o)
                    : launch(dequantize_sum_kernel<4>, grid, kThreads, st, i, part_bytes, parts, n, b, o);
@@ -321,7 +469,7 @@ int feedback(int bits, device::QuantType t, const void* in, const void* x, int64
     const auto* i = static_cast<const unsigned char*>(in);
     const T* xt = static_cast<const T*>(x);
     T* rt = static_cast<T*>(r);
-    const unsigned grid = blocks_for(quant::num_blocks(n, b));
+    const unsigned grid = warp_blocks_for(quant::num_blocks(n, b));
     const Stream st = static_cast<Stream>(s);
     return bits == 8 ? launch(feedback_kernel<8, T>, grid, kThreads, st, i, xt, n, b, rt)
                      : launch(feedback_kernel<4, T>, grid, kThreads, st, i, xt, n, b, rt);
@@ -369,6 +517,10 @@ int event_destroy(void* e) { return e ? static_cast<int>(GPU(EventDestroy)(stati
 int event_record(void* e, void* s) { return static_cast<int>(GPU(EventRecord)(static_cast<Event>(e), static_cast<Stream>(s))); }
 int event_wait(void* e) { return static_cast<int>(GPU(EventSynchronize)(static_cast<Event>(e))); }
 
+int get_device(int* d) { return static_cast<int>(GPU(GetDevice)(d)); }
+int set_device(int d) { return static_cast<int>(GPU(SetDevice)(d)); }
+int pointer_device(const void* p, int* d) { return pointer_device_of(p, d); }
+
 #if defined(HIER_GPU_SIM)
 constexpr const char* kName = "sim";
 #elif defined(__HIPCC__)
@@ -380,7 +532,8 @@ constexpr const char* kName = "cuda";
 const device::ModuleTable kTable{device::kModuleAbi, kName, alloc, release, stream_create, stream_destroy, sync,
                                  copy, upload, discard, pack, unpack, reduce, quantize, dequantize, feedback,
                                  host_alloc, host_release, quant_add, dequantize_sum, fill, event_create,
-                                 event_destroy, event_record, event_wait};
+                                 event_destroy, event_record, event_wait, get_device, set_device,
+                                 pointer_device};
 
 }  // namespace
 }  // namespace hier::gpu

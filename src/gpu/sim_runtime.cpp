@@ -315,6 +315,7 @@ struct StreamImpl {
       lk.unlock();
       std::this_thread::sleep_for(kDelay);
       const uint64_t t0 = hooks().span ? now_ns() : 0;
+      op_begins(this);
       w.work();
       if (hooks().span) hooks().span(this, w.what, t0, now_ns());
       lk.lock();
@@ -356,6 +357,7 @@ StreamImpl* resolve(Stream s) { return s ? s : default_stream(); }
 
 int enqueue(Stream s, std::function<void()> work, const char* what) {
   if (!hooks().ok()) return 1;
+  if (int rc = check_stream(s)) return rc;
   StreamImpl* q = resolve(s);
   {
     std::lock_guard<std::mutex> lk(q->mu);
@@ -395,10 +397,12 @@ int simFreeHost(void* p) {
 int simStreamCreateWithFlags(simStream_t* s, unsigned) {
   if (int rc = injected("simStreamCreate")) return rc;
   *s = new StreamImpl;
+  note_stream(*s, true);
   return 0;
 }
 int simStreamDestroy(simStream_t s) {
   if (s) s->drain();
+  if (s) note_stream(s, false);
   delete s;
   return 0;
 }
@@ -422,6 +426,7 @@ int simEventCreateWithFlags(simEvent_t* e, unsigned) {
 }
 int simEventDestroy(simEvent_t e) {
   simEventSynchronize(e);  // its last record may still be queued: it refers to e
+  event_unwaited(e);       // and another stream's wait for it (simStreamWaitEvent)
   delete e;
   return 0;
 }
@@ -439,6 +444,14 @@ int simEventRecord(simEvent_t e, simStream_t s) {
         e->cv.notify_all();
       },
       "event");
+}
+uint64_t hier::gpu::sim::event_recorded(Event e) {
+  std::lock_guard<std::mutex> lk(e->mu);
+  return e->recorded;
+}
+void hier::gpu::sim::event_wait_for(Event e, uint64_t n) {
+  std::unique_lock<std::mutex> lk(e->mu);
+  e->cv.wait(lk, [&] { return e->reached >= n; });
 }
 int simEventSynchronize(simEvent_t e) {
   std::unique_lock<std::mutex> lk(e->mu);

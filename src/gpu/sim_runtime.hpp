@@ -50,6 +50,27 @@ using Event = EventImpl*;
 
 // Queues work on stream s (null: the default stream); `what` names it to the span hook.
 int enqueue(Stream s, std::function<void()> work, const char* what = "op");
+// Devices (gpu/sim_device.cpp): the simulated machine's devices, from its hooks (one device
+// without them). A stream belongs to the device current when it was made; work queued on it
+// from a thread whose current device is another fails (check_stream), as does a kernel handed
+// device memory of another device than its stream's (check_arg).
+int current_device();
+int device_of(const void* p);  // -1: not device memory
+void note_stream(Stream s, bool made);
+int stream_device(Stream s);
+int check_stream(Stream s);
+int check_arg(Stream s, const void* p);
+// The machine's optional hier_sim_begin hook: a stream operation begins (tests may hold it there).
+void op_begins(Stream s);
+// Events as simStreamWaitEvent needs them: the latest record's number, and waiting for it.
+uint64_t event_recorded(Event e);
+void event_wait_for(Event e, uint64_t n);
+void event_unwaited(Event e);  // returns once no stream's queued wait refers to e
+template <class A>
+const void* device_arg(A a) {
+  if constexpr (std::is_pointer_v<A>) return a;
+  else return nullptr;
+}
 // Whether the process has a simulated device (its hooks): without one the module is unusable.
 bool usable();
 void* alias(const void* p);
@@ -121,6 +142,9 @@ int run_kernel(void (*kernel)(P...), unsigned grid, unsigned block, Stream s, A.
   const unsigned g = grid < 1 ? 1 : grid < kMaxGrid ? grid : kMaxGrid;
   const unsigned b = block < 1 ? 1 : block < kMaxBlock ? block : kMaxBlock;
   if (int rc = injected("launch")) return rc;
+  if (int rc = check_stream(s)) return rc;
+  for (const void* p : {static_cast<const void*>(nullptr), device_arg(args)...})
+    if (int rc = check_arg(s, p)) return rc;
   return enqueue(
       s,
       [=] {
@@ -159,6 +183,9 @@ int simEventDestroy(simEvent_t e);
 int simEventRecord(simEvent_t e, simStream_t s);
 int simEventSynchronize(simEvent_t e);
 int simGetLastError();
+int simGetDevice(int* d);
+int simSetDevice(int d);
+int simStreamWaitEvent(simStream_t s, simEvent_t e, unsigned flags);
 using hier::gpu::sim::atomicAdd;
 using hier::gpu::sim::blockDim;
 using hier::gpu::sim::blockIdx;

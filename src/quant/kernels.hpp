@@ -172,30 +172,37 @@ HIER_HD inline void quantize_values(const T* __restrict__ x, int64_t n, C inv, C
   }
 }
 
+// The scale of a block whose |x| bits maxed to m (absmax_bits): NaN where the block cannot be
+// quantized, 0 for an all-zero block. Shared by quantize_block and the GPU module's cooperative
+// kernel (gpu/module.cu), which finds m with a warp's shuffles.
+template <int kBits, class T>
+HIER_HD inline float scale_of(typename FloatBits<T>::U m) {
+  if (m >= FloatBits<T>::kExpAll) return bits_to_float(kScaleNaN);
+  if (m == 0) return 0.0f;
+  T a;
+  memcpy(&a, &m, sizeof(T));
+  return block_scale<qmax(kBits)>(widen(a));  // f16: absmax <= 65504, s a normal float >= 2^-24 / Q
+}
+// Whether values of T at scale s > 0 are divided by s (1/s would overflow: a float block with a
+// subnormal scale) rather than multiplied by 1/s.
+template <class T>
+HIER_HD inline bool divides(float s) { return sizeof(typename FloatBits<T>::C) == 4 && s < 0x1p-126f; }
+
 // Quantizes the n values at x (1 <= n <= B) into the record at rec (format.hpp). Returns 1 if
 // the block could not be quantized (non-finite value, or a float64 scale beyond float32): its
 // scale is then NaN and its payload zero; 0 otherwise.
 template <int kBits, class T>
 HIER_HD inline int quantize_block(const T* __restrict__ x, int64_t n, unsigned char* __restrict__ rec) {
-  constexpr int Q = qmax(kBits);
   using C = typename FloatBits<T>::C;
   unsigned char* __restrict__ p = rec + 4;
-  const auto m = absmax_bits(x, n);
-  float s = 0.0f;
-  if (m >= FloatBits<T>::kExpAll) {
-    s = bits_to_float(kScaleNaN);
-  } else if (m != 0) {
-    T a;
-    memcpy(&a, &m, sizeof(T));
-    s = block_scale<Q>(widen(a));  // f16: absmax <= 65504, s a normal float >= 2^-24 / Q
-  }
+  const float s = scale_of<kBits, T>(absmax_bits(x, n));
   store_scale(rec, s);
   if (!(s > 0.0f)) {  // all zeros (s = 0: every q is 0, no division by 0), or NaN
     for (int64_t i = 0; i < payload_bytes(n, kBits); ++i) p[i] = 0;
     return s == 0.0f ? 0 : 1;
   }
   const C st = static_cast<C>(s);
-  if (sizeof(C) == 4 && s < 0x1p-126f) quantize_values<kBits, true>(x, n, C(0), st, p);  // 1/s: inf
+  if (divides<T>(s)) quantize_values<kBits, true>(x, n, C(0), st, p);  // 1/s: inf
   else quantize_values<kBits, false>(x, n, div_rn(C(1), st), st, p);
   return 0;
 }

@@ -7,14 +7,14 @@
 static int g_context;            // the one context's handle is its address
 static thread_local int g_depth;  // contexts pushed on this thread
 
-// One device after cuInit (which the stand-in needs no call for), unless fault injection says
-// otherwise (CUDA_ERROR_NO_DEVICE = 100).
+// FAKE_GPU_DEVICES devices (1 by default) after cuInit (which the stand-in needs no call for),
+// unless fault injection says otherwise (CUDA_ERROR_NO_DEVICE = 100).
 extern "C" __attribute__((visibility("default"))) int cuDeviceGetCount(int* n) {
   if (int rc = fake_gpu_fail("cuDeviceGetCount")) {
     *n = 0;
     return rc;
   }
-  *n = 1;
+  *n = fake_gpu_device_count();
   return 0;
 }
 
@@ -31,6 +31,10 @@ extern "C" __attribute__((visibility("default"))) int cuPointerGetAttribute(void
   }
   if (attribute == 2) {  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE: CU_MEMORYTYPE_DEVICE
     *static_cast<unsigned int*>(data) = 2;
+    return 0;
+  }
+  if (attribute == 9) {  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    *static_cast<int*>(data) = fake_gpu_device_of(reinterpret_cast<const void*>(ptr));
     return 0;
   }
   if (attribute == 1) {  // CU_POINTER_ATTRIBUTE_CONTEXT: one context owns every region

@@ -31,7 +31,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <cstdio>
@@ -45,7 +48,20 @@ struct Region {
   char* alias;  // the same pages, read-write, for the runtime's copies
   size_t n;
   int managed;
+  int device;   // the device current on the allocating thread
 };
+
+// FAKE_GPU_DEVICES=N (default 1): the machine's devices, 0..N-1, with one current device per
+// thread (0 at first), as a runtime's cudaSetDevice / hipSetDevice keep it.
+int device_count() {
+  static const int n = [] {
+    const char* v = std::getenv("FAKE_GPU_DEVICES");
+    const int d = v ? std::atoi(v) : 1;
+    return d >= 1 && d <= 64 ? d : 1;
+  }();
+  return n;
+}
+thread_local int t_device = 0;
 // Every allocation lies in one reserved arena: device addresses in its first half, their
 // read-write aliases at the same offsets in the second, so that an address computed from a
 // device pointer (a datatype's origin before its first byte, too) has its alias at a fixed
@@ -129,7 +145,7 @@ void* fake_gpu_alloc(size_t bytes, int managed) {
   void* alias = mmap(p + kArenaHalf, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
   close(fd);
   if (dev == MAP_FAILED || alias == MAP_FAILED) abort();
-  g_regions[i] = {p, p + kArenaHalf, n, managed};
+  g_regions[i] = {p, p + kArenaHalf, n, managed, t_device};
   if (i == count) g_count.store(count + 1, std::memory_order_release);
   return p;
 }
@@ -225,6 +241,74 @@ int MPIX_GPU_query_support(int gpu_type, int* supported) {
 int fake_gpu_kind(const void* p) {
   const Region* r = find(p);
   return !r ? 0 : r->managed ? 3 : 2;
+}
+
+int fake_gpu_device_count(void) { return device_count(); }
+int fake_gpu_get_device(void) { return t_device; }
+int fake_gpu_set_device(int d) {
+  if (d < 0 || d >= device_count()) return 101;  // invalid device (both runtimes' code)
+  t_device = d;
+  return 0;
+}
+int fake_gpu_device_of(const void* p) {
+  const Region* r = find(p);
+  return r ? r->device : -1;
+}
+// The simulated module's view of the same machine (src/gpu/sim_device.cpp).
+int hier_sim_get_device(void) { return t_device; }
+int hier_sim_set_device(int d) { return fake_gpu_set_device(d); }
+int hier_sim_device_of(const void* p) { return fake_gpu_device_of(p); }
+
+// The record of the simulated streams' operations (hier_sim_span), kept while tracing is on.
+namespace {
+constexpr int kMaxOps = 1 << 16;
+FakeGpuOp g_ops[kMaxOps];
+std::atomic<int> g_nops{0};
+std::atomic<bool> g_tracing{false};
+}  // namespace
+// The gate (fake_gpu_gate): the stream held, and whether an operation of another stream ended.
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+bool g_gate_armed = false, g_gate_other = false;
+const void* g_gate_held = nullptr;
+
+std::atomic<long> g_ops_on[64];  // simulated stream operations begun, per device
+
+void hier_sim_begin(const void* stream, int device) {
+  if (device >= 0 && device < 64) g_ops_on[device].fetch_add(1);
+  std::unique_lock<std::mutex> lk(g_gate_mu);
+  if (!g_gate_armed || g_gate_held) return;
+  g_gate_held = stream;
+  g_gate_cv.wait_for(lk, std::chrono::seconds(3), [] { return g_gate_other; });
+  g_gate_armed = false;
+  g_gate_held = nullptr;
+}
+void hier_sim_span(const void* stream, const char* what, uint64_t t0, uint64_t t1) {
+  if (g_tracing.load(std::memory_order_acquire)) {
+    const int i = g_nops.fetch_add(1);
+    if (i < kMaxOps) g_ops[i] = {stream, what, static_cast<long long>(t0), static_cast<long long>(t1)};
+  }
+  std::lock_guard<std::mutex> lk(g_gate_mu);
+  if (g_gate_held && stream != g_gate_held) {
+    g_gate_other = true;
+    g_gate_cv.notify_all();
+  }
+}
+long fake_gpu_ops_on(int device) { return device >= 0 && device < 64 ? g_ops_on[device].load() : 0; }
+void fake_gpu_gate(void) {
+  std::lock_guard<std::mutex> lk(g_gate_mu);
+  g_gate_armed = true;
+  g_gate_other = false;
+  g_gate_held = nullptr;
+}
+void fake_gpu_trace(int on) {
+  if (on) g_nops.store(0);
+  g_tracing.store(on != 0, std::memory_order_release);
+}
+int fake_gpu_trace_read(FakeGpuOp* out, int max) {
+  const int n = std::min(g_nops.load(), kMaxOps);
+  for (int i = 0; i < n && i < max; ++i) out[i] = g_ops[i];
+  return n < max ? n : max;
 }
 
 }  // extern "C"

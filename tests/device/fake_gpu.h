@@ -21,6 +21,29 @@ int fake_gpu_kind(const void* p);
 // (hipMemcpy, cuMemcpy, hipGetDeviceCount, ...) and the simulated module's (simMalloc,
 // simMemcpyAsync, launch, ...: src/gpu/sim_runtime.cpp asks through hier_sim_fail).
 int fake_gpu_fail(const char* call);
+// The machine's devices (FAKE_GPU_DEVICES=N, default 1) and the calling thread's current one
+// (0 at first): fake_gpu_alloc allocates on it, the runtime stand-ins report it as the pointer's
+// device, and the simulated GPU module works on it (src/gpu/sim_device.cpp).
+int fake_gpu_device_count(void);
+int fake_gpu_get_device(void);
+int fake_gpu_set_device(int d);       // 0, or 101 (no such device)
+int fake_gpu_device_of(const void* p);  // -1: not device memory
+// The simulated module's stream operations, recorded while tracing is on (fake_gpu_trace(1)
+// starts a new record, 0 stops it): each operation's stream, kind ("kernel", "copy", "fill",
+// "event", "wait") and monotonic times (src/gpu/sim_runtime.hpp's span hook).
+typedef struct {
+  const void* stream;
+  const char* what;
+  long long t0_ns, t1_ns;
+} FakeGpuOp;
+void fake_gpu_trace(int on);
+int fake_gpu_trace_read(FakeGpuOp* out, int max);
+// Holds the next simulated stream operation to begin (on any stream) until an operation of
+// another stream ends, or 3 s: work queued on another stream meanwhile runs beside the held one
+// only where it is not queued behind it.
+void fake_gpu_gate(void);
+// Simulated stream operations begun so far on streams of `device` (kernels, copies, fills, ...).
+long fake_gpu_ops_on(int device);
 #ifdef __cplusplus
 }
 #endif

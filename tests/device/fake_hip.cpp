@@ -21,14 +21,20 @@ extern "C" __attribute__((visibility("default"))) int hipRuntimeGetVersion(int* 
   return 0;
 }
 
-// One device, unless fault injection says otherwise (hipErrorNoDevice = 100: a ROCm install on a
+// FAKE_GPU_DEVICES devices (1 by default), unless fault injection says otherwise (hipErrorNoDevice = 100: a ROCm install on a
 // machine without a GPU, as Debian's libamdhip64 answers here).
 extern "C" __attribute__((visibility("default"))) int hipGetDeviceCount(int* n) {
   if (int rc = fake_gpu_fail("hipGetDeviceCount")) {
     *n = 0;
     return rc;
   }
-  *n = 1;
+  *n = fake_gpu_device_count();
+  return 0;
+}
+// The calling thread's device (fake_gpu.cpp keeps it).
+extern "C" __attribute__((visibility("default"))) int hipSetDevice(int d) { return fake_gpu_set_device(d); }
+extern "C" __attribute__((visibility("default"))) int hipGetDevice(int* d) {
+  *d = fake_gpu_get_device();
   return 0;
 }
 
@@ -42,6 +48,10 @@ extern "C" __attribute__((visibility("default"))) int hipPointerGetAttribute(voi
   const bool rocm6 = version() >= 60000000;
   if (attribute == 8) {  // HIP_POINTER_ATTRIBUTE_IS_MANAGED
     *static_cast<bool*>(data) = kind == 3;
+    return 0;
+  }
+  if (attribute == 9) {  // HIP_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    *static_cast<int*>(data) = fake_gpu_device_of(ptr);
     return 0;
   }
   if (attribute == 2) {  // HIP_POINTER_ATTRIBUTE_MEMORY_TYPE: hipMemoryTypeDevice (6: 2; 5: 1)

@@ -104,7 +104,7 @@ void check_type(MPI_Datatype t, int count, const std::string& desc, std::mt19937
   const int64_t origin = pad - lo;  // element 0's origin in the buffer
 
   void* prog = nullptr;
-  ASSERT_EQ(mod().upload(&c->view, &prog), 0) << desc;
+  ASSERT_EQ(mod().upload(&c->view, &prog, stream), 0) << desc;
   DeviceBuffer strided(src.size()), packed(static_cast<size_t>(need));
   strided.put(src);
   packed.put(std::vector<char>(static_cast<size_t>(need), 0x5a));
@@ -197,9 +197,16 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
   const int64_t want_bad = quant::quantize(x.data(), n, block, bits, want.data());
   DeviceBuffer dx(x.size() * sizeof(T)), drec(rb);
   dx.put(bytes_of(x));
-  int64_t bad = -1;
-  ASSERT_EQ(mod().quantize(bits, qt, dx.p, n, block, drec.p, &bad, nullptr), 0);
-  EXPECT_EQ(bad, want_bad);
+  // The bad blocks are added to a counter in device memory (no synchronize inside the call):
+  // queued twice, the count doubles.
+  DeviceBuffer dbad(sizeof(unsigned long long));
+  dbad.put(std::vector<char>(sizeof(unsigned long long), 0));
+  auto* bad = static_cast<unsigned long long*>(dbad.p);
+  ASSERT_EQ(mod().quantize(bits, qt, dx.p, n, block, drec.p, bad, nullptr), 0);
+  ASSERT_EQ(mod().quantize(bits, qt, dx.p, n, block, drec.p, bad, nullptr), 0);
+  unsigned long long got_bad = 0;
+  std::memcpy(&got_bad, dbad.get().data(), sizeof got_bad);
+  EXPECT_EQ(static_cast<int64_t>(got_bad), 2 * want_bad);
   EXPECT_EQ(drec.get(), want) << "records differ: bits " << bits << " n " << n << " block " << block;
   // Dequantize, then dequantize-add onto it: the host's bits both times.
   std::vector<T> out(static_cast<size_t>(n));
@@ -271,8 +278,7 @@ TEST(Module, Quantization) {
         check_quant<quant::f16>(device::QuantType::F16, bits, n, block, rng);
 #endif
       }
-  int64_t bad = 0;
-  EXPECT_NE(mod().quantize(3, device::QuantType::F32, nullptr, 8, 64, nullptr, &bad, nullptr), 0) << "bits 3 refused";
+  EXPECT_NE(mod().quantize(3, device::QuantType::F32, nullptr, 8, 64, nullptr, nullptr, nullptr), 0) << "bits 3 refused";
   EXPECT_NE(mod().feedback(3, device::QuantType::F32, nullptr, nullptr, 8, 64, nullptr, nullptr), 0) << "bits 3 refused";
 }
 

@@ -70,8 +70,7 @@ bool measure_device(bool quick, int64_t quant_block, model::DeviceRates& r) {
   for (int bits : {8, 4}) {
     model::DeviceQuantRates& q = r.q(bits);
     q.quantize_ns_per_byte = per_byte([&](int64_t n) {
-      int64_t bad = 0;
-      return mod->quantize(bits, device::QuantType::F32, a.p, n / 4, quant_block, rec.p, &bad, s);
+      return mod->quantize(bits, device::QuantType::F32, a.p, n / 4, quant_block, rec.p, nullptr, s);
     });
     q.dequantize_ns_per_byte = per_byte([&](int64_t n) {
       return mod->dequantize(bits, device::QuantType::F32, rec.p, n / 4, quant_block, b.p, 0, s);
