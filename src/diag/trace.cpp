@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,11 +31,9 @@ namespace {
 
 enum class Ph : uint8_t { Call, Step, Begin, End, AsyncStep };
 
-struct Event {
-  uint64_t t0 = 0, t1 = 0;
-  uint64_t id = 0;
-  Ph ph = Ph::Call;
-  // calls
+// What a call's slice says: gathered in the thread's current call (Current), copied into its
+// event (Event) when the call ends.
+struct CallInfo {
   int fn = -1;
   bool handled = false;
   const void* site = nullptr;
@@ -47,8 +44,13 @@ struct Event {
   int chunks = 1, quant_bits = 0;
   double predicted_ns = 0, flat_ns = 0;
   char schedule[48] = {};
-  // steps
-  StepInfo step;
+};
+
+struct Event : CallInfo {
+  uint64_t t0 = 0, t1 = 0;
+  uint64_t id = 0;
+  Ph ph = Ph::Call;
+  StepInfo step;  // steps
 };
 
 struct Buffer {
@@ -91,35 +93,13 @@ Event* slot() {
 void commit() { tl_buf->n.store(tl_buf->n.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 
 // The collective the thread is in.
-struct Current {
-  bool in = false, handled = false;
+struct Current : CallInfo {
+  bool in = false;
   uint64_t t0 = 0, id = 0;
-  int fn = -1;
-  const void* site = nullptr;
-  const char* coll = "";
-  int64_t bytes = 0;
-  const char* plan = "";
-  const char* why = "";
-  int chunks = 1, quant_bits = 0;
-  double predicted_ns = 0, flat_ns = 0;
-  char schedule[48] = {};
 };
 thread_local Current tl_call;
 
-void copy_call(Event& e, const Current& c) {
-  e.fn = c.fn;
-  e.handled = c.handled;
-  e.site = c.site;
-  e.coll = c.coll;
-  e.bytes = c.bytes;
-  e.plan = c.plan;
-  e.why = c.why;
-  e.chunks = c.chunks;
-  e.quant_bits = c.quant_bits;
-  e.predicted_ns = c.predicted_ns;
-  e.flat_ns = c.flat_ns;
-  std::memcpy(e.schedule, c.schedule, sizeof e.schedule);
-}
+void copy_call(Event& e, const Current& c) { static_cast<CallInfo&>(e) = c; }
 
 double us(uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 

@@ -17,26 +17,14 @@ import subprocess
 import sys
 import tempfile
 
-from common import fail
+from common import fail, launch
 
 NP = 4
 EPS = 0.01  # us: the files round times to ns
 
 
 def run(a, env_vars):
-    cmd = [a.mpiexec]
-    if a.mpi == "openmpi":
-        cmd += ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
-                "--mca", "btl_vader_single_copy_mechanism", "none"]
-        for k, v in env_vars.items():
-            cmd += ["-x", f"{k}={v}"]
-    else:
-        for k, v in env_vars.items():
-            cmd += ["-genv", k, v]
-    cmd += ["-n", str(NP), a.exe]
-    env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
-    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    cmd, env = launch(a.mpi, a.mpiexec, env_vars, NP, [a.exe])
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
 
 
