@@ -195,12 +195,12 @@ def gen_c_wrappers(funcs, family):
             out.append(f"  return hier::core::lifecycle_pmpi<{fn}>(real);")
         else:
             # The body: libhier's version of the call, forwarding to the MPI's PMPI_* (core/tools.hpp:
-            # g_real). `hier_site` is the program's call site (through a tool too).
+            # g_fwd). `hier_site` is the program's call site (through a tool too).
             body = f"hier_body_{f.short}"
             bparams = f"{params}, void* hier_site" if args else "void* hier_site"
             bargs = f"{args}, " if args else ""
             out.append(f"static int {body}({bparams}) {{")
-            out.append(f"  auto fwd = [&]() -> int {{ return hier::core::real<{ptype}>({fn})({args}); }};")
+            out.append(f"  auto fwd = [&]() -> int {{ return hier::core::forward<{ptype}>({fn})({args}); }};")
             has_comm = any(p.name == "comm" and p.base() == "MPI_Comm" and p.ptr() == 0 and not p.array for p in f.params)
             comm = "comm" if has_comm else "MPI_COMM_NULL"
             out.append("  if (!hier::core::should_intercept()) return fwd();")

@@ -5,6 +5,10 @@ the median time after the last rank entered. Each rank's first call is left out.
 consecutive per node, PPN per node (cross steps: same rank in the node; node steps: same node).
   bench/trace/steps.py merged.json [PPN]"""
 import json, sys, statistics as st
+if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    print("usage: bench/trace/steps.py merged.json [PPN]")
+    print(__doc__)
+    sys.exit(0 if len(sys.argv) >= 2 else 2)
 m = json.load(open(sys.argv[1]))["traceEvents"]
 nr = 1 + max(e["pid"] for e in m)
 PPN = int(sys.argv[2]) if len(sys.argv) > 2 else 2

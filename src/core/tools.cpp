@@ -19,6 +19,7 @@ namespace hier::core {
 
 void* g_real[static_cast<int>(Fn::Count)];
 void* g_tool[static_cast<int>(Fn::Count)];
+void* g_fwd[static_cast<int>(Fn::Count)];
 constinit thread_local Pending tl_pending __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
 namespace {
@@ -58,6 +59,8 @@ void resolve_all() {
     if (!real) continue;  // not in this MPI (a large-count variant of an MPI-3 library): never called
     void* next = dlsym(RTLD_NEXT, name.c_str());
     g_tool[i] = next && next != real && !mpis_own(next, name) ? next : nullptr;
+    void* first = dlsym(RTLD_DEFAULT, ("P" + name).c_str());
+    __atomic_store_n(&g_fwd[i], first && object_of(first) != self_object() ? first : real, __ATOMIC_RELEASE);
     __atomic_store_n(&g_real[i], real, __ATOMIC_RELEASE);
   }
 }

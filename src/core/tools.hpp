@@ -5,6 +5,12 @@
 // Two tables, indexed by Fn, filled once when libhier.so is loaded (dlsym(RTLD_NEXT), dladdr):
 //  - g_real[f]: the PMPI_<f> after libhier.so: the MPI's own, or that of a tool loaded after
 //    libhier that intercepts PMPI too. libhier's own steps and its forwarding go there.
+//  - g_fwd[f]: where libhier's version of a call forwards it (the `fwd` of a wrapper): the first
+//    PMPI_<f> in the process's lookup order when that is not libhier's own (an interposer of
+//    PMPI only, loaded before libhier.so: the tests' stand-in GPU-aware MPI, a tool that wraps
+//    PMPI alone), else g_real. A call by name from libhier would go there too; a PMPI_<f> of
+//    libhier's own always goes to g_real, so that such an interposer's own forwarding (by
+//    dlsym(RTLD_NEXT), which finds libhier's) reaches the MPI and cannot loop.
 //  - g_tool[f]: the MPI_<f> of a tool loaded after libhier.so (null where none is): the
 //    program's call is passed on to it, and the tool's PMPI_<f> comes back to libhier's
 //    PMPI_<f> (generated beside each wrapper), which runs libhier's version of the call under
@@ -21,6 +27,7 @@ namespace hier::core {
 
 extern void* g_real[static_cast<int>(Fn::Count)];
 extern void* g_tool[static_cast<int>(Fn::Count)];
+extern void* g_fwd[static_cast<int>(Fn::Count)];
 
 // Fills both tables (once; also run when libhier.so is loaded). Returns g_real[f]; stops the
 // process with one line where the MPI has no PMPI_<f> (a program of another MPI).
@@ -31,6 +38,14 @@ template <class P>
 inline P real(Fn f) {
   void* p = g_real[static_cast<int>(f)];
   if (__builtin_expect(p == nullptr, 0)) p = resolve_real(f);
+  return reinterpret_cast<P>(p);
+}
+
+// Where libhier's version of a call forwards it unchanged (g_fwd): one load and an indirect call.
+template <class P>
+inline P forward(Fn f) {
+  void* p = g_fwd[static_cast<int>(f)];
+  if (__builtin_expect(p == nullptr, 0)) p = (resolve_real(f), g_fwd[static_cast<int>(f)]);
   return reinterpret_cast<P>(p);
 }
 
