@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
       }
     }
     printf("rank %d round %d: allreduce %.1f bcast %.1f iallreduce %ld recv %ld\n", rank, round, sum, bsum, w, got);
+    fflush(stdout);  // one short write per line: the launcher interleaves the ranks' pipes
   }
   MPI_Comm_free(&dup);
   free(x);
