@@ -11,7 +11,8 @@
 #   UndefinedBehaviorSanitizer build (preset asan, Open MPI) of the unit tests, the node2
 #   reductions and the threads test. Only the targets those tests need are built; the ctest
 #   arguments given to this script do not apply to it (its test selection is in the presets).
-# Packages, ccache and unity settings: tools/lib/build.sh (shared with tools/demo.sh).
+# Packages, ccache and unity settings: tools/lib/build.sh (shared with tools/demo.sh). The MPI test
+# presets keep glibc malloc from returning pages (CMakePresets.json, malloc-keeps-pages; docs/install.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -5,8 +5,10 @@
 
 #include <dlfcn.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,12 +36,14 @@ struct Hooks {
   void* (*alias)(const void*) = nullptr;
   int (*fail)(const char*) = nullptr;  // fault injection (optional): the error a call answers, or 0
   void (*span)(const void*, const char*, uint64_t, uint64_t) = nullptr;  // (optional) each operation's run
+  int (*fiber_lanes)() = nullptr;  // (optional) non-zero: a launch runs its lanes as fibers (below)
   Hooks() {
     alloc = reinterpret_cast<void* (*)(size_t)>(dlsym(RTLD_DEFAULT, "hier_sim_alloc"));
     free = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "hier_sim_free"));
     alias = reinterpret_cast<void* (*)(const void*)>(dlsym(RTLD_DEFAULT, "hier_sim_alias"));
     fail = reinterpret_cast<int (*)(const char*)>(dlsym(RTLD_DEFAULT, "hier_sim_fail"));
     span = reinterpret_cast<void (*)(const void*, const char*, uint64_t, uint64_t)>(dlsym(RTLD_DEFAULT, "hier_sim_span"));
+    fiber_lanes = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "hier_sim_fiber_lanes"));
   }
   bool ok() const { return alloc && free && alias; }
 };
@@ -48,8 +52,8 @@ const Hooks& hooks() {
   return h;
 }
 
-// Each queued operation waits this long first: long enough that a host read which should have
-// synchronized runs before the operation, in practice always.
+// An operation queued on an idle stream waits this long first: long enough that a host read which
+// should have synchronized runs before the operation, in practice always.
 constexpr auto kDelay = std::chrono::microseconds(200);
 
 uint64_t now_ns() {
@@ -74,6 +78,10 @@ uint64_t now_ns() {
 // yields (a lane is often a few instructions behind), then sleep on a futex. Each arrival says
 // which barrier its thread reached (kinds): threads that meet at different barriers are a
 // kernel's bug, which stops the process with `what`.
+void fiber_yield();
+bool in_fiber();
+void fiber_progress();
+
 struct Barrier {
   std::atomic<uint32_t> round{0};
   std::atomic<uint32_t> arrived{0};
@@ -91,11 +99,16 @@ struct Barrier {
       if (k & (k - 1)) die(what);
       arrived.store(0, std::memory_order_relaxed);
       round.fetch_add(1, std::memory_order_seq_cst);
+      if (in_fiber()) fiber_progress();
       if (sleepers.load(std::memory_order_seq_cst))
         syscall(SYS_futex, reinterpret_cast<uint32_t*>(&round), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
       return;
     }
     if (leave) return;
+    if (in_fiber()) {  // the block's other lanes run on this thread: let them reach the barrier
+      while (round.load(std::memory_order_acquire) == r) fiber_yield();
+      return;
+    }
     for (int i = 0; i < 4; ++i) {
       if (round.load(std::memory_order_acquire) != r) return;
       std::this_thread::yield();
@@ -244,6 +257,116 @@ Device& device() {
   return *d;
 }
 
+// ---- lanes as fibers: the fast mode ---------------------------------------------------------
+// With the process's optional hook hier_sim_fiber_lanes() answering non-zero at a launch, the
+// launch's blocks run one after another on the stream's own thread, each block's lanes as fibers
+// (ucontext) taking turns: a lane runs until a barrier that the rest of its block or warp has not
+// reached yet, then the next lane runs. The barriers, shuffles, ballots, shared memory and the
+// checks of where lanes meet are the threaded mode's (the same Runner); what is lost is lanes
+// and blocks truly at the same time, so a missing barrier goes unseen unless the order of turns
+// shows it, and ThreadSanitizer sees one thread. What is gained is time: a barrier costs a
+// context switch in the process rather than the OS scheduler's wake-ups, which on a loaded
+// machine (tests of 8 ranks on 2 cores) is the difference between microseconds and milliseconds.
+// The tests that look for races (unit.sim_device_test) run lanes as threads; the MPI-level device
+// tests choose with FAKE_GPU_LANES (tests/device/fake_gpu.cpp). Sanitizer builds always run
+// threads: neither sanitizer follows swapcontext's stack switches without annotations.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kFibersAllowed = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+constexpr bool kFibersAllowed = false;
+#else
+constexpr bool kFibersAllowed = true;
+#endif
+#else
+constexpr bool kFibersAllowed = true;
+#endif
+
+constexpr size_t kFiberStack = 512 * 1024, kGuardPage = 4096;
+
+struct Fibers {
+  Runner rn;  // the block's barriers, exchange slots and shared memory
+  ucontext_t sched;
+  ucontext_t ctx[kMaxBlock];
+  bool done[kMaxBlock]{};
+  const std::function<void()>* body = nullptr;
+  uint64_t progress = 0;  // barriers passed and lanes ended: a turn of every lane without any is a deadlock
+  unsigned char* stacks = nullptr;  // kMaxBlock stacks, each above a guard page
+  size_t map_bytes = (kFiberStack + kGuardPage) * kMaxBlock;
+
+  Fibers() {
+    void* m = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) die("no memory for the lanes' stacks");
+    stacks = static_cast<unsigned char*>(m);
+    for (unsigned t = 0; t < kMaxBlock; ++t) mprotect(stacks + t * (kFiberStack + kGuardPage), kGuardPage, PROT_NONE);
+  }
+  ~Fibers() { munmap(stacks, map_bytes); }
+  Fibers(const Fibers&) = delete;
+  Fibers& operator=(const Fibers&) = delete;
+};
+thread_local Fibers* t_fibers = nullptr;  // set while this thread runs a block's lanes as fibers
+
+bool in_fiber() { return t_fibers != nullptr; }
+void fiber_progress() { ++t_fibers->progress; }
+void fiber_yield() {
+  if (swapcontext(&t_fibers->ctx[t_lane.t], &t_fibers->sched) != 0) die("swapcontext failed");
+}
+
+void fiber_lane() {
+  Fibers& f = *t_fibers;
+  const unsigned t = t_lane.t;
+  (*f.body)();
+  // The kernel's end, as in the threaded mode: met by the warp (without waiting) and the block.
+  f.rn.warp[t / kWarp].wait(kEnd, kGuardSeconds, kWarpMismatch, true);
+  f.rn.block.wait(kEnd, kGuardSeconds, kBlockMismatch);
+  f.done[t] = true;
+  ++f.progress;
+}  // returns to the scheduler (uc_link)
+
+void run_fibers(const std::function<void()>& body, unsigned g, unsigned b) {
+  static thread_local std::unique_ptr<Fibers> mine;  // per stream thread, freed when it ends
+  if (!mine) mine = std::make_unique<Fibers>();
+  Fibers& f = *mine;
+  Runner& rn = f.rn;
+  f.body = &body;
+  rn.block.n = b;
+  for (unsigned w = 0; w < kWarps; ++w) {
+    const unsigned lo = w * kWarp;
+    rn.active[w] = b <= lo ? 0 : b - lo < kWarp ? b - lo : kWarp;
+    rn.warp[w].n = rn.active[w] ? rn.active[w] : 1;
+  }
+  gridDim = {g, 1, 1};
+  blockDim = {b, 1, 1};
+  for (unsigned i = 0; i < g; ++i) {
+    blockIdx = {i, 0, 0};
+    for (unsigned t = 0; t < b; ++t) {
+      ucontext_t& c = f.ctx[t];
+      if (getcontext(&c) != 0) die("getcontext failed");
+      c.uc_stack.ss_sp = f.stacks + t * (kFiberStack + kGuardPage) + kGuardPage;
+      c.uc_stack.ss_size = kFiberStack;
+      c.uc_link = &f.sched;
+      makecontext(&c, fiber_lane, 0);
+      f.done[t] = false;
+    }
+    t_fibers = &f;
+    for (unsigned left = b; left;) {
+      const uint64_t before = f.progress;
+      for (unsigned t = 0; t < b; ++t) {
+        if (f.done[t]) continue;
+        t_lane = {&rn, t};
+        threadIdx = {t, 0, 0};
+        if (swapcontext(&f.sched, &f.ctx[t]) != 0) die("swapcontext failed");
+        if (f.done[t]) --left;
+      }
+      if (left && f.progress == before)
+        die("every lane of a block waits at a barrier that the others never reach (a syncthreads, shuffle or ballot "
+            "skipped by some lanes of the block or warp)");
+    }
+    t_fibers = nullptr;
+    t_lane = {};
+  }
+}
+
 Runner& current(const char* call) {
   if (!t_lane.runner) {
     std::fprintf(stderr, "hier sim device: %s called outside a kernel\n", call);
@@ -254,7 +377,12 @@ Runner& current(const char* call) {
 
 }  // namespace
 
-void run_grid(const std::function<void()>& body, unsigned g, unsigned b) { device().run(body, g, b); }
+bool fiber_lanes() { return kFibersAllowed && hooks().fiber_lanes && hooks().fiber_lanes() != 0; }
+
+void run_grid(const std::function<void()>& body, unsigned g, unsigned b) {
+  if (fiber_lanes()) run_fibers(body, g, b);
+  else device().run(body, g, b);
+}
 
 void syncthreads() {
   Runner& rn = current("syncthreads");
@@ -307,13 +435,18 @@ struct StreamImpl {
   void run() {
     std::unique_lock<std::mutex> lk(mu);
     for (;;) {
+      // An operation that finds the stream idle waits kDelay first; one queued behind another runs
+      // when that one ends: the first one's delay already keeps every later one after a host read
+      // that skipped the synchronize, and a batch of many small operations (10,000 pack
+      // programs, say) does not pay it once each.
+      const bool idle = work.empty();
       cv.wait(lk, [&] { return stop || !work.empty(); });
       if (work.empty()) return;  // stop, and nothing left
       auto w = std::move(work.front());
       work.pop_front();
       busy = true;
       lk.unlock();
-      std::this_thread::sleep_for(kDelay);
+      if (idle) std::this_thread::sleep_for(kDelay);
       const uint64_t t0 = hooks().span ? now_ns() : 0;
       op_begins(this);
       w.work();

@@ -6,6 +6,8 @@
 //   void* hier_sim_alias(const void*)  the read-write alias of a device address (other
 //                                      addresses unchanged), for the simulated kernels only;
 //   optional: int hier_sim_fail(const char* call)  fault injection (see injected());
+//             int hier_sim_fiber_lanes(void)  non-zero: kernels run their lanes as fibers
+//                                             (fiber_lanes());
 //             void hier_sim_span(const void* stream, const char* what, uint64_t begin_ns,
 //                                uint64_t end_ns)  each stream operation's run (CLOCK_MONOTONIC).
 // Streams are worker threads: a kernel or copy runs later, on the stream's thread, after a short
@@ -133,6 +135,10 @@ T shfl_xor(T v, int lane_mask) {
 }
 
 // ---- launching ----
+// Whether a launch now runs its lanes as fibers on the stream's thread (sim_runtime.cpp, "lanes as
+// fibers": the process's hook hier_sim_fiber_lanes() says so, never in a sanitizer build) rather
+// than on the block runners' lane threads.
+bool fiber_lanes();
 // Runs `body` as a grid of g blocks of b lanes on the block runners, and returns when every
 // block has ended (the stream's thread waits there, as a stream waits for its kernel).
 void run_grid(const std::function<void()>& body, unsigned g, unsigned b);

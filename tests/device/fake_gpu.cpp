@@ -217,6 +217,21 @@ void* hier_sim_alloc(size_t bytes) { return fake_gpu_alloc(bytes ? bytes : 1, 0)
 void hier_sim_free(void* p) { fake_gpu_free(p); }
 void* hier_sim_alias(const void* p);
 
+// How the simulated kernels run their lanes (src/gpu/sim_runtime.cpp, "lanes as fibers"):
+// FAKE_GPU_LANES=fibers (default: a block's lanes take turns on the stream's thread, fast on a
+// loaded machine) or threads (every lane an OS thread, as the race tests want). Read once; a
+// value that is neither stops the process with one line.
+int hier_sim_fiber_lanes(void) {
+  static const int fibers = [] {
+    const char* v = std::getenv("FAKE_GPU_LANES");
+    if (!v || !*v || std::strcmp(v, "fibers") == 0) return 1;
+    if (std::strcmp(v, "threads") == 0) return 0;
+    std::fprintf(stderr, "fake gpu: FAKE_GPU_LANES=%s: allowed values are fibers and threads\n", v);
+    std::exit(2);
+  }();
+  return fibers;
+}
+
 // An address in the device half of the arena (an allocation, or a little before or after one,
 // as a derived type's origin may be) as the same place in the alias half; others as they are.
 static void* through_alias(const void* a) {

@@ -2,6 +2,8 @@
 // block run at the same time, syncthreads() is a barrier that orders shared memory, shuffles and
 // ballots are lane-synchronous within a warp, two streams' kernels overlap. The negative control
 // (MissingBarrierIsCaught) runs the same kernel without its barrier and must see wrong values.
+// FiberLanes: the fast mode the MPI-level device tests use (lanes as fibers taking turns on the
+// stream's thread) keeps the same semantics and stops a kernel whose barriers cannot complete.
 // Its memory here is ordinary host memory (this file's hooks): the faulting device memory is
 // tests/device/fake_gpu.cpp's, exercised by the module's tests. Run under ThreadSanitizer by
 // tools/test.sh (the tsan preset's unit tests).
@@ -21,6 +23,9 @@ extern "C" {
 __attribute__((visibility("default"))) void* hier_sim_alloc(size_t n) { return std::aligned_alloc(64, (n + 63) / 64 * 64); }
 __attribute__((visibility("default"))) void hier_sim_free(void* p) { std::free(p); }
 __attribute__((visibility("default"))) void* hier_sim_alias(const void* p) { return const_cast<void*>(p); }
+// Lanes as threads unless a FiberLanes test turns fibers on (the fast mode of the MPI tests).
+std::atomic<int> g_fiber_lanes{0};
+__attribute__((visibility("default"))) int hier_sim_fiber_lanes(void) { return g_fiber_lanes.load(); }
 }
 
 namespace hier::gpu::sim {
@@ -274,6 +279,75 @@ TEST(SimDeviceDeathTest, DivergentBarrierStopsTheRun) {
         run(divergent_barrier_kernel, 1, kMaxBlock);
       },
       "lanes of a block met at different places");
+}
+
+// ---- lanes as fibers (the MPI tests' fast mode): the same semantics, lanes taking turns ---------
+
+class FiberLanes : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_fiber_lanes = 1;
+    if (!fiber_lanes()) GTEST_SKIP() << "a sanitizer build: lanes always run as threads";
+  }
+  void TearDown() override { g_fiber_lanes = 0; }
+};
+
+TEST_F(FiberLanes, SameShapeShufflesBallotsAndBarriers) {
+  Launcher run;
+  std::vector<unsigned> seen(kMaxGrid * kMaxBlock), dims(2 * kMaxGrid * kMaxBlock);
+  run(shape_kernel, 4096u, 256u, seen.data(), dims.data());
+  for (unsigned i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i], 1u) << "lane " << i;
+    EXPECT_EQ(dims[2 * i], kMaxGrid);
+    EXPECT_EQ(dims[2 * i + 1], kMaxBlock);
+  }
+  check_shfl<int>(kMaxBlock);
+  check_shfl<double>(kMaxBlock);
+  check_shfl<int>(kWarp + kWarp / 2);
+  std::vector<unsigned> votes(kMaxGrid * kMaxBlock);
+  run(ballot_kernel, kMaxGrid, kMaxBlock, votes.data());
+  for (unsigned b = 0; b < kMaxGrid; ++b)
+    for (unsigned t = 0; t < kMaxBlock; ++t) {
+      unsigned want = 0;
+      for (unsigned l = t / kWarp * kWarp; l < t / kWarp * kWarp + kWarp; ++l)
+        if ((l * 7 + b) % 3 == 0) want |= 1u << (l % kWarp);
+      EXPECT_EQ(votes[b * kMaxBlock + t], want) << "block " << b << " lane " << t;
+    }
+  EXPECT_EQ(neighbour_mismatches(true, 1), 0);
+}
+
+TEST_F(FiberLanes, MissingBarrierIsCaught) {
+  // Lanes take turns in order: lane 0 reads lane 1's slot before lane 1 ran.
+  EXPECT_GT(neighbour_mismatches(false, 3), 0);
+  EXPECT_EQ(neighbour_mismatches(true, 4), 0);
+}
+
+// Even lanes wait at syncthreads, odd lanes in a shuffle: neither barrier can complete.
+void stuck_kernel() {
+  if (threadIdx.x % 2) (void)shfl_xor(1, 1);
+  else syncthreads();
+}
+
+using FiberLanesDeathTest = FiberLanes;
+
+TEST_F(FiberLanesDeathTest, DivergentBarrierStopsTheRun) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Launcher run;
+        run(divergent_barrier_kernel, 1, kMaxBlock);
+      },
+      "lanes of a block met at different places");
+}
+
+TEST_F(FiberLanesDeathTest, BarriersThatCannotCompleteStopTheRun) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Launcher run;
+        run(stuck_kernel, 1, kMaxBlock);
+      },
+      "every lane of a block waits at a barrier that the others never reach");
 }
 
 }  // namespace
