@@ -11,8 +11,8 @@
 #   UndefinedBehaviorSanitizer build (preset asan, Open MPI) of the unit tests, the node2
 #   reductions and the threads test. Only the targets those tests need are built; the ctest
 #   arguments given to this script do not apply to it (its test selection is in the presets).
-# Packages, ccache and unity settings: tools/lib/build.sh (shared with tools/demo.sh). The MPI test
-# presets keep glibc malloc from returning pages (CMakePresets.json, malloc-keeps-pages; docs/install.md).
+# Packages, ccache and unity settings: tools/lib/build.sh (shared with tools/demo.sh). The test
+# programs keep glibc malloc's pages (cmake/HierTesting.cmake, HIER_TEST_MALLOC; docs/install.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -62,7 +62,7 @@ sanitizer_stage() {
   if ! hier_configure "$preset"; then summary+=("$preset: configure FAILED"); status=1; return; fi
   # The executables of the preset's tests: unit.<target>, mpi.<target>[.<variant>].np<n>
   # (report checks and scripts have no target of their own).
-  # hier_test_yield: the MPICH ranks' preload (cmake/HierTesting.cmake), where the build has it.
+  # hier_test_yield: the ranks' preload (cmake/HierTesting.cmake), where the build has it.
   local targets=(hier hier-info) name
   for name in hier_test_yield $(ctest --preset "$preset" -N | sed -n 's/^ *Test *#[0-9]*: \(unit\|mpi\)\.\([^.]*\).*/\2/p' | sort -u); do
     ninja -C "$dir" -t query "$name" >/dev/null 2>&1 && targets+=("$name")

@@ -418,12 +418,11 @@ unsigned ballot(bool p) {
 
 void* shared_memory() { return current("shared_memory").shared; }
 
-namespace {
+// A stream's queued operation (named outside the anonymous namespace: StreamImpl holds them).
 struct Op {
   std::function<void()> work;
   const char* what;
 };
-}  // namespace
 
 struct StreamImpl {
   std::mutex mu;

@@ -124,7 +124,7 @@ def main():
     ap.add_argument("--mpiexec", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--test-preload", default="", help="preloaded after LIB (cmake/HierTesting.cmake's "
-                    "HIER_TEST_PRELOAD: MPICH's waiting ranks then yield their core to the tests beside)")
+                    "HIER_TEST_PRELOAD: the waiting ranks then leave their core to the tests beside)")
     ap.add_argument("--exe", required=True)
     ap.add_argument("--src", required=True)
     ap.add_argument("--launcher", default="", help="extra launcher arguments (cluster runs)")
