@@ -105,12 +105,21 @@ int main(int argc, char** argv) {
     MPI_Request req;
     if (rank == victim) {
       fault_marker(rank, "mismatch");
-      MPI_Ibcast(buf, n, MPI_DOUBLE, victim, MPI_COMM_WORLD, &req); /* SITE:ibcast_mm */
+      /* One value: the MPIs match a nonblocking collective's messages by the communicator's
+       * sequence of them, so the others' allreduce may receive this broadcast's data. Shorter
+       * than what they expect, it hangs them; 64 Ki values overran their buffers now and then
+       * (Open MPI: "MPI Error in NBC subrequest: 15", the truncation, and an abort before the
+       * watchdog's limit, 1 run in 3 under load). Sent at once, the broadcast then completes
+       * here: rank 1 then waits outside MPI (below) until the driver ends the job, rather than
+       * in the barrier, which would be a hang of its own (and, in Open MPI, let the others'
+       * allreduce return). */
+      MPI_Ibcast(buf, 1, MPI_DOUBLE, victim, MPI_COMM_WORLD, &req); /* SITE:ibcast_mm */
     } else {
       /* Open MPI blocks inside this call on a mismatch: the report names this line then */
       MPI_Iallreduce(buf, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req); /* SITE:iallreduce_mm */
     }
     MPI_Wait(&req, MPI_STATUS_IGNORE); /* SITE:iwait_mm */
+    if (rank == victim) sleep((unsigned)secs);
     MPI_Barrier(MPI_COMM_WORLD);
     free(buf);
     free(out);
