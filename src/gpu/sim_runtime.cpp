@@ -168,6 +168,16 @@ struct Runner {
   Grid* grid = nullptr;  // the current block: set by lane 0 before `start`
   unsigned index = 0;
   unsigned active[kWarps]{};  // lanes of each warp in the current block
+
+  // The barriers sized for a block of b lanes (both modes: block runners and fibers).
+  void size_for(unsigned b) {
+    block.n = b;
+    for (unsigned w = 0; w < kWarps; ++w) {
+      const unsigned lo = w * kWarp;
+      active[w] = b <= lo ? 0 : b - lo < kWarp ? b - lo : kWarp;
+      warp[w].n = active[w] ? active[w] : 1;
+    }
+  }
 };
 
 class Device {
@@ -242,13 +252,7 @@ class Device {
     lk.unlock();
     rn->grid = it.grid;
     rn->index = it.index;
-    const unsigned b = it.grid->b;
-    rn->block.n = b;
-    for (unsigned w = 0; w < kWarps; ++w) {
-      const unsigned lo = w * kWarp;
-      rn->active[w] = b <= lo ? 0 : b - lo < kWarp ? b - lo : kWarp;
-      rn->warp[w].n = rn->active[w] ? rn->active[w] : 1;
-    }
+    rn->size_for(it.grid->b);
   }
 };
 
@@ -329,12 +333,7 @@ void run_fibers(const std::function<void()>& body, unsigned g, unsigned b) {
   Fibers& f = *mine;
   Runner& rn = f.rn;
   f.body = &body;
-  rn.block.n = b;
-  for (unsigned w = 0; w < kWarps; ++w) {
-    const unsigned lo = w * kWarp;
-    rn.active[w] = b <= lo ? 0 : b - lo < kWarp ? b - lo : kWarp;
-    rn.warp[w].n = rn.active[w] ? rn.active[w] : 1;
-  }
+  rn.size_for(b);
   gridDim = {g, 1, 1};
   blockDim = {b, 1, 1};
   for (unsigned i = 0; i < g; ++i) {
