@@ -196,7 +196,11 @@ int Machine::issue(const sched::Step& s, Pending* pd, size_t slot) {
   // An MPI that is not GPU-aware: the step's event stands for the queued kernels it reads.
   if (dev && b_.stage) return issue_staged(s, pd, slot);
   // A message step may read what queued kernels write (and must not overwrite what they read).
-  if (const int rc = flush(); rc != MPI_SUCCESS) return rc;
+  // A step of a wave needs only the kernels of the earlier waves, flushed when its group started
+  // (start_group): the wave's own local steps, queued before it in the group (an older chunk's
+  // dequantize, say), touch other chunks' memory, and run on the device while it crosses.
+  if (s.wave < 0 || !pd)
+    if (const int rc = flush(); rc != MPI_SUCCESS) return rc;
   return issue_at(s, pd, at(s.src), at(s.dst), dev, b_.tmp ? &(*b_.tmp)[slot] : nullptr);
 }
 
@@ -402,10 +406,18 @@ void Machine::start_group() {
   const size_t j = sched::group_end(s_, i);
   if (pending_.size() < j - i) pending_.resize(j - i);
   for (StagedOut& o : staged_) o.s = nullptr;
-  if (b_.stage && b_.dev) stage_wave(i, j);
   started_ = 0;
   first_ = i;
-  int rc = MPI_SUCCESS;
+  // The kernels of the earlier waves, before any message step of this one reads their output
+  // (issue() then waits for nothing inside the wave). Staged steps wait for their own copies'
+  // events instead, queued behind those kernels.
+  int rc = s_.steps[i].wave >= 0 && b_.dev && !b_.stage ? flush() : MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) {
+    rc_ = rc;
+    next_ = j;
+    return;
+  }
+  if (b_.stage && b_.dev) stage_wave(i, j);
   if (__builtin_expect(trace_id_ != 0, 0)) {
     traced_.assign(j - i, Traced{});
     for (; i + started_ < j && rc == MPI_SUCCESS; ++started_) {

@@ -101,7 +101,8 @@ class Machine {
     trace_async_ = async;
   }
   // Waits for the kernels the local steps queued (device bindings); the executor calls it before
-  // a level step is issued and run() before it returns.
+  // a level step alone is issued, when a wave with level steps starts (not inside the wave: its
+  // steps are independent), and run() before it returns.
   int flush();
 
  private:

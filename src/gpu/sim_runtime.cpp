@@ -35,14 +35,15 @@ struct Hooks {
   void (*free)(void*) = nullptr;
   void* (*alias)(const void*) = nullptr;
   int (*fail)(const char*) = nullptr;  // fault injection (optional): the error a call answers, or 0
-  void (*span)(const void*, const char*, uint64_t, uint64_t) = nullptr;  // (optional) each operation's run
+  void (*span)(const void*, const char*, uint64_t, uint64_t, uint64_t) = nullptr;  // (optional) each operation's run
   int (*fiber_lanes)() = nullptr;  // (optional) non-zero: a launch runs its lanes as fibers (below)
   Hooks() {
     alloc = reinterpret_cast<void* (*)(size_t)>(dlsym(RTLD_DEFAULT, "hier_sim_alloc"));
     free = reinterpret_cast<void (*)(void*)>(dlsym(RTLD_DEFAULT, "hier_sim_free"));
     alias = reinterpret_cast<void* (*)(const void*)>(dlsym(RTLD_DEFAULT, "hier_sim_alias"));
     fail = reinterpret_cast<int (*)(const char*)>(dlsym(RTLD_DEFAULT, "hier_sim_fail"));
-    span = reinterpret_cast<void (*)(const void*, const char*, uint64_t, uint64_t)>(dlsym(RTLD_DEFAULT, "hier_sim_span"));
+    span = reinterpret_cast<void (*)(const void*, const char*, uint64_t, uint64_t, uint64_t)>(
+        dlsym(RTLD_DEFAULT, "hier_sim_span"));
     fiber_lanes = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "hier_sim_fiber_lanes"));
   }
   bool ok() const { return alloc && free && alias; }
@@ -421,6 +422,7 @@ void* shared_memory() { return current("shared_memory").shared; }
 struct Op {
   std::function<void()> work;
   const char* what;
+  uint64_t queued_ns;  // when the host queued it (the span hook's, else 0)
 };
 
 struct StreamImpl {
@@ -448,7 +450,7 @@ struct StreamImpl {
       const uint64_t t0 = hooks().span ? now_ns() : 0;
       op_begins(this);
       w.work();
-      if (hooks().span) hooks().span(this, w.what, t0, now_ns());
+      if (hooks().span) hooks().span(this, w.what, w.queued_ns, t0, now_ns());
       lk.lock();
       busy = false;
       cv.notify_all();
@@ -492,7 +494,7 @@ int enqueue(Stream s, std::function<void()> work, const char* what) {
   StreamImpl* q = resolve(s);
   {
     std::lock_guard<std::mutex> lk(q->mu);
-    q->work.push_back({std::move(work), what});
+    q->work.push_back({std::move(work), what, hooks().span ? now_ns() : 0});
   }
   q->cv.notify_all();
   return 0;

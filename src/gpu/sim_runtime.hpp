@@ -8,8 +8,9 @@
 //   optional: int hier_sim_fail(const char* call)  fault injection (see injected());
 //             int hier_sim_fiber_lanes(void)  non-zero: kernels run their lanes as fibers
 //                                             (fiber_lanes());
-//             void hier_sim_span(const void* stream, const char* what, uint64_t begin_ns,
-//                                uint64_t end_ns)  each stream operation's run (CLOCK_MONOTONIC).
+//             void hier_sim_span(const void* stream, const char* what, uint64_t queued_ns,
+//                                uint64_t begin_ns, uint64_t end_ns)  each stream operation:
+//                                when the host queued it, and its run (CLOCK_MONOTONIC).
 // Streams are worker threads: a kernel or copy runs later, on the stream's thread, after a short
 // delay, so a caller that reads a result without synchronizing sees stale bytes or faults, as on
 // a GPU.

@@ -29,6 +29,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -280,7 +282,18 @@ constexpr int kMaxOps = 1 << 16;
 FakeGpuOp g_ops[kMaxOps];
 std::atomic<int> g_nops{0};
 std::atomic<bool> g_tracing{false};
+// And the PMPI calls that reached the wrappers below meanwhile (fake_gpu_trace_mpi).
+constexpr int kMaxCalls = 1 << 12;
+FakeGpuMpiCall g_calls[kMaxCalls];
+std::atomic<int> g_ncalls{0};
 }  // namespace
+static void fake_gpu_note_mpi(const char* name) {
+  if (!g_tracing.load(std::memory_order_acquire)) return;
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  const int i = g_ncalls.fetch_add(1);
+  if (i < kMaxCalls) g_calls[i] = {name, static_cast<long long>(t.tv_sec) * 1000000000ll + t.tv_nsec};
+}
 // The gate (fake_gpu_gate): the stream held, and whether an operation of another stream ended.
 std::mutex g_gate_mu;
 std::condition_variable g_gate_cv;
@@ -289,8 +302,11 @@ const void* g_gate_held = nullptr;
 
 std::atomic<long> g_ops_on[64];  // simulated stream operations begun, per device
 
+std::atomic<int> g_slow_us{0};  // fake_gpu_slow
+
 void hier_sim_begin(const void* stream, int device) {
   if (device >= 0 && device < 64) g_ops_on[device].fetch_add(1);
+  if (const int us = g_slow_us.load(std::memory_order_relaxed)) std::this_thread::sleep_for(std::chrono::microseconds(us));
   std::unique_lock<std::mutex> lk(g_gate_mu);
   if (!g_gate_armed || g_gate_held) return;
   g_gate_held = stream;
@@ -298,10 +314,11 @@ void hier_sim_begin(const void* stream, int device) {
   g_gate_armed = false;
   g_gate_held = nullptr;
 }
-void hier_sim_span(const void* stream, const char* what, uint64_t t0, uint64_t t1) {
+void hier_sim_span(const void* stream, const char* what, uint64_t q, uint64_t t0, uint64_t t1) {
   if (g_tracing.load(std::memory_order_acquire)) {
     const int i = g_nops.fetch_add(1);
-    if (i < kMaxOps) g_ops[i] = {stream, what, static_cast<long long>(t0), static_cast<long long>(t1)};
+    if (i < kMaxOps)
+      g_ops[i] = {stream, what, static_cast<long long>(q), static_cast<long long>(t0), static_cast<long long>(t1)};
   }
   std::lock_guard<std::mutex> lk(g_gate_mu);
   if (g_gate_held && stream != g_gate_held) {
@@ -317,7 +334,7 @@ void fake_gpu_gate(void) {
   g_gate_held = nullptr;
 }
 void fake_gpu_trace(int on) {
-  if (on) g_nops.store(0);
+  if (on) g_nops.store(0), g_ncalls.store(0);
   g_tracing.store(on != 0, std::memory_order_release);
 }
 int fake_gpu_trace_read(FakeGpuOp* out, int max) {
@@ -325,6 +342,12 @@ int fake_gpu_trace_read(FakeGpuOp* out, int max) {
   for (int i = 0; i < n && i < max; ++i) out[i] = g_ops[i];
   return n < max ? n : max;
 }
+int fake_gpu_trace_mpi(FakeGpuMpiCall* out, int max) {
+  const int n = std::min(g_ncalls.load(), kMaxCalls);
+  for (int i = 0; i < n && i < max; ++i) out[i] = g_calls[i];
+  return n < max ? n : max;
+}
+void fake_gpu_slow(int us) { g_slow_us.store(us < 0 ? 0 : us, std::memory_order_relaxed); }
 
 }  // extern "C"
 
@@ -352,6 +375,7 @@ extern "C" {
 #define FAKE_PMPI(name, params, args)                   \
   int name params {                                     \
     static auto fn = with_aliases(real<int(*) params>(#name)); \
+    fake_gpu_note_mpi(#name);                           \
     return fn args;                                     \
   }
 

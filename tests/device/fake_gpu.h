@@ -30,14 +30,25 @@ int fake_gpu_set_device(int d);       // 0, or 101 (no such device)
 int fake_gpu_device_of(const void* p);  // -1: not device memory
 // The simulated module's stream operations, recorded while tracing is on (fake_gpu_trace(1)
 // starts a new record, 0 stops it): each operation's stream, kind ("kernel", "copy", "fill",
-// "event", "wait") and monotonic times (src/gpu/sim_runtime.hpp's span hook).
+// "event", "wait") and monotonic times: queued by the host, begun and ended on the stream
+// (src/gpu/sim_runtime.hpp's span hook).
 typedef struct {
   const void* stream;
   const char* what;
-  long long t0_ns, t1_ns;
+  long long q_ns, t0_ns, t1_ns;
 } FakeGpuOp;
 void fake_gpu_trace(int on);
 int fake_gpu_trace_read(FakeGpuOp* out, int max);
+// And the calls that reached this library's PMPI wrappers meanwhile (the MPI entry points libhier
+// hands device buffers: every level step of its schedules), with their monotonic start times.
+typedef struct {
+  const char* name;
+  long long t_ns;
+} FakeGpuMpiCall;
+int fake_gpu_trace_mpi(FakeGpuMpiCall* out, int max);
+// Every simulated stream operation waits `us` microseconds before it runs (0: none), as a slower
+// device would: a test widens the time an operation is pending with it.
+void fake_gpu_slow(int us);
 // Holds the next simulated stream operation to begin (on any stream) until an operation of
 // another stream ends, or 3 s: work queued on another stream meanwhile runs beside the held one
 // only where it is not queued behind it.
