@@ -5,8 +5,9 @@
 //   - pack / unpack: each thread takes `G` packed bytes at a time (G = the program's grain, at
 //     most 16, never crossing a run) and finds their source with device/locate.hpp;
 //   - reductions: device/reduce.hpp over the type table device/reduce_types.def;
-//   - quantization: one warp per format block, adjacent lanes on adjacent values, the block's
-//     scale from a shuffle reduction, each value through quant/kernels.hpp's operations (float,
+//   - quantization: one warp per format block, adjacent lanes on adjacent 16-byte chunks of
+//     values where the block is 16-byte aligned (else on adjacent values), the block's scale
+//     from a shuffle reduction, each value through quant/kernels.hpp's operations (float,
 //     double, and 16-bit floats where the compiler has them: quant/f16.hpp);
 // Every kernel strides over its work by the grid's size, so any grid is correct (the simulated
 // device runs a small one).
@@ -202,9 +203,10 @@ int reduce(ReduceOp op, ElemType t, const void* in, void* inout, int64_t n, void
 
 // ---- quantization ----------------------------------------------------------------------------
 
-// One group of lanes per format block: lane l of the group takes the block's values l, l + G,
-// l + 2G, ... (G = group_lanes()), so each load or store instruction covers G adjacent values of
-// each group; the block's absmax is a shuffle reduction within the group (xor masks below G stay
+// One group of lanes per format block: lane l of the group takes the block's 16-byte chunks l,
+// l + G, l + 2G, ... (G = group_lanes(); the vector loads below), or where the block is not
+// 16-byte aligned its values l, l + G, ..., so each load or store instruction covers G adjacent
+// chunks or values of each group; the block's absmax is a shuffle reduction within the group (xor masks below G stay
 // inside it: groups are aligned to G), after which every lane of the group holds the scale and
 // its lane 0 writes it. On a GPU the group is the whole warp (wavefront). On the simulated device
 // it is 2 of the warp's 8 lanes: each of its shuffles is two barriers over OS threads, and a
@@ -259,6 +261,61 @@ HIER_DEVICE inline int32_t payload_value(const unsigned char* p, int64_t i) {
   else return (i & 1) ? quant::nib_hi(p[i / 2]) : quant::nib_lo(p[i / 2]);
 }
 
+// Vector loads. Where a block's values start 16-byte aligned, lane l of its group takes the
+// kVec<T> adjacent values of chunk l, then chunk l + G, ... (chunk c: values c V .. c V + V - 1),
+// each chunk one 16-byte load or store (Vec<T>); the block's last len % V values, and every
+// value of a block whose start is not aligned, take the scalar path (value i by lane i % G,
+// from the first value no chunk took). A valid block is a multiple of 8 values of 2 to 8 bytes,
+// so its byte length is a multiple of 16 and either every block of a buffer starts aligned or
+// none does; the check is per block all the same. Each value still goes through the same
+// operations and the absmax is a max, which no order changes, so the bits are the host's.
+template <class T>
+constexpr int kVec = static_cast<int>(16 / sizeof(T));
+template <class T>
+struct alignas(16) Vec {
+  T v[kVec<T>];
+};
+HIER_DEVICE inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// The whole chunks of a block of len values at xs (every pointer in xs aligned), or 0.
+template <class T, class... P>
+HIER_DEVICE inline int64_t vec_chunks(int64_t len, const P*... xs) {
+  return (aligned16(xs) && ...) ? len / kVec<T> : 0;
+}
+template <class T>
+HIER_DEVICE inline Vec<T> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T>*>(p);
+}
+template <class T>
+HIER_DEVICE inline void store_vec(T* p, const Vec<T>& v) {
+  *reinterpret_cast<Vec<T>*>(p) = v;
+}
+// A chunk's N payload bytes (V for int8, V / 2 for int4) between a record and registers, in
+// Word<W> pieces of the widest W <= N that the address allows (a record's payload starts 4 bytes
+// past the record, quant::record_offset, so its alignment changes from record to record).
+template <int N, int W = N>
+HIER_DEVICE inline void store_bytes(unsigned char* d, const Word<N>& q) {
+  if constexpr (W > 1) {
+    if (reinterpret_cast<uintptr_t>(d) % W != 0) return store_bytes<N, W / 2>(d, q);
+  }
+  for (int o = 0; o < N; o += W) {
+    Word<W> t;
+    memcpy(t.b, q.b + o, W);
+    *reinterpret_cast<Word<W>*>(d + o) = t;
+  }
+}
+template <int N, int W = N>
+HIER_DEVICE inline Word<N> load_bytes(const unsigned char* s) {
+  if constexpr (W > 1) {
+    if (reinterpret_cast<uintptr_t>(s) % W != 0) return load_bytes<N, W / 2>(s);
+  }
+  Word<N> q;
+  for (int o = 0; o < N; o += W) {
+    const Word<W> t = *reinterpret_cast<const Word<W>*>(s + o);
+    memcpy(q.b + o, t.b, W);
+  }
+  return q;
+}
+
 template <int kBits, class T>
 __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char* out, unsigned long long* bad) {
   using F = quant::FloatBits<T>;
@@ -277,13 +334,20 @@ __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char*
     const int64_t len = live ? quant::block_len(k, n, b) : 0, pb = quant::payload_bytes(len, kBits);
     unsigned char* rec = out + quant::record_offset(k, b, kBits);
     unsigned char* p = rec + 4;
+    constexpr int V = kVec<T>;
+    const int64_t nc = vec_chunks<T>(len, xb), tail = nc * V;  // nc chunks, then values from tail
     U m = 0;
-    for (int64_t i = w.lane; i < len; i += w.width) {
+    auto take = [&](T y) {
       U v;
-      memcpy(&v, &xb[i], sizeof(T));
+      memcpy(&v, &y, sizeof(T));
       v &= F::kAbsMask;
       m = v > m ? v : m;
+    };
+    for (int64_t c = w.lane; c < nc; c += w.width) {
+      const Vec<T> xv = load_vec(xb + c * V);
+      for (int t = 0; t < V; ++t) take(xv.v[t]);
     }
+    for (int64_t i = tail + w.lane; i < len; i += w.width) take(xb[i]);
     m = warp_max(m);
     if (!live) continue;
     const float s = quant::scale_of<kBits, T>(m);
@@ -304,9 +368,22 @@ __global__ void quantize_kernel(const T* x, int64_t n, int64_t b, unsigned char*
                  : quant::round_nearest<Q>(quant::scaled<false>(c, inv, st));
     };
     if constexpr (kBits == 8) {
-      for (int64_t i = w.lane; i < len; i += w.width) p[i] = static_cast<unsigned char>(q(xb[i]));
+      for (int64_t c = w.lane; c < nc; c += w.width) {
+        const Vec<T> xv = load_vec(xb + c * V);
+        Word<V> o;
+        for (int t = 0; t < V; ++t) o.b[t] = static_cast<unsigned char>(q(xv.v[t]));
+        store_bytes<V>(p + c * V, o);
+      }
+      for (int64_t i = tail + w.lane; i < len; i += w.width) p[i] = static_cast<unsigned char>(q(xb[i]));
     } else {  // byte j: values 2j (low nibble) and 2j + 1 (high; 0 past an odd block's end)
-      for (int64_t j = w.lane; j < pb; j += w.width) {
+      for (int64_t c = w.lane; c < nc; c += w.width) {
+        const Vec<T> xv = load_vec(xb + c * V);
+        Word<V / 2> o;
+        for (int t = 0; t < V / 2; ++t)
+          o.b[t] = static_cast<unsigned char>((q(xv.v[2 * t]) & 0xf) | ((q(xv.v[2 * t + 1]) & 0xf) << 4));
+        store_bytes<V / 2>(p + c * (V / 2), o);
+      }
+      for (int64_t j = tail / 2 + w.lane; j < pb; j += w.width) {  // V is even: tail / 2 bytes done
         const int32_t lo = q(xb[2 * j]), hi = 2 * j + 1 < len ? q(xb[2 * j + 1]) : 0;
         p[j] = static_cast<unsigned char>((lo & 0xf) | ((hi & 0xf) << 4));
       }
@@ -323,11 +400,21 @@ __global__ void dequantize_kernel(const unsigned char* in, int64_t n, int64_t b,
     const C s = static_cast<C>(quant::load_scale(rec));
     const int64_t len = quant::block_len(k, n, b);
     T* o = out + k * b;
-    for (int64_t i = w.lane; i < len; i += w.width) {
-      const C v = quant::mul_rn(static_cast<C>(payload_value<kBits>(rec + 4, i)), s);
-      if constexpr (kAdd) o[i] = quant::narrow_to<T>(quant::add_rn(quant::widen(o[i]), v));
-      else o[i] = quant::narrow_to<T>(v);
+    auto value = [&](T& y, int32_t qv) {
+      const C v = quant::mul_rn(static_cast<C>(qv), s);
+      if constexpr (kAdd) y = quant::narrow_to<T>(quant::add_rn(quant::widen(y), v));
+      else y = quant::narrow_to<T>(v);
+    };
+    constexpr int V = kVec<T>, NB = V * kBits / 8;  // a chunk's values and payload bytes
+    const int64_t nc = vec_chunks<T>(len, o);
+    for (int64_t c = w.lane; c < nc; c += w.width) {
+      const Word<NB> q = load_bytes<NB>(rec + 4 + c * NB);
+      Vec<T> y;
+      if constexpr (kAdd) y = load_vec(o + c * V);
+      for (int t = 0; t < V; ++t) value(y.v[t], payload_value<kBits>(q.b, t));
+      store_vec(o + c * V, y);
     }
+    for (int64_t i = nc * V + w.lane; i < len; i += w.width) value(o[i], payload_value<kBits>(rec + 4, i));
   }
 }
 
@@ -341,14 +428,26 @@ __global__ void feedback_kernel(const unsigned char* in, const T* x, int64_t n, 
     const unsigned char* rec = in + quant::record_offset(k, b, kBits);
     const C s = static_cast<C>(quant::load_scale(rec));
     const int64_t len = quant::block_len(k, n, b);
-    for (int64_t i = w.lane; i < len; i += w.width) {
-      const T deq = quant::narrow_to<T>(quant::mul_rn(static_cast<C>(payload_value<kBits>(rec + 4, i)), s));
-      T d = quant::narrow_to<T>(quant::add_rn(quant::widen(x[k * b + i]), -quant::widen(deq)));
+    const T* xb = x + k * b;
+    T* rb = r + k * b;
+    auto residual = [&](T xv, int32_t qv) {
+      const T deq = quant::narrow_to<T>(quant::mul_rn(static_cast<C>(qv), s));
+      T d = quant::narrow_to<T>(quant::add_rn(quant::widen(xv), -quant::widen(deq)));
       typename F::U bits;
       memcpy(&bits, &d, sizeof(T));
       if ((bits & F::kAbsMask) >= F::kExpAll) memset(&d, 0, sizeof(T));  // +0
-      r[k * b + i] = d;
+      return d;
+    };
+    constexpr int V = kVec<T>, NB = V * kBits / 8;
+    const int64_t nc = vec_chunks<T>(len, xb, rb);
+    for (int64_t c = w.lane; c < nc; c += w.width) {
+      const Word<NB> q = load_bytes<NB>(rec + 4 + c * NB);
+      const Vec<T> xv = load_vec(xb + c * V);
+      Vec<T> d;
+      for (int t = 0; t < V; ++t) d.v[t] = residual(xv.v[t], payload_value<kBits>(q.b, t));
+      store_vec(rb + c * V, d);
     }
+    for (int64_t i = nc * V + w.lane; i < len; i += w.width) rb[i] = residual(xb[i], payload_value<kBits>(rec + 4, i));
   }
 }
 
@@ -367,13 +466,30 @@ __global__ void dequantize_sum_kernel(const unsigned char* in, int64_t part_byte
   for (int64_t k = w.warp; k < quant::num_blocks(n, b); k += w.warps) {
     const unsigned char* rec = in + quant::record_offset(k, b, kBits);
     const int64_t len = quant::block_len(k, n, b);
-    for (int64_t i = w.lane; i < len; i += w.width) {
+    quant::f16* o = out + k * b;
+    constexpr int V = kVec<quant::f16>, NB = V * kBits / 8;
+    const int64_t nc = vec_chunks<quant::f16>(len, o);
+    for (int64_t c = w.lane; c < nc; c += w.width) {
+      float acc[V];
+      for (int t = 0; t < V; ++t) acc[t] = 0.0f;
+      for (int part = 0; part < parts; ++part) {
+        const unsigned char* r = rec + part * part_bytes;
+        const float s = quant::load_scale(r);
+        const Word<NB> q = load_bytes<NB>(r + 4 + c * NB);
+        for (int t = 0; t < V; ++t)
+          acc[t] = quant::add_rn(acc[t], quant::mul_rn(static_cast<float>(payload_value<kBits>(q.b, t)), s));
+      }
+      Vec<quant::f16> y;
+      for (int t = 0; t < V; ++t) y.v[t] = quant::narrow_to<quant::f16>(acc[t]);
+      store_vec(o + c * V, y);
+    }
+    for (int64_t i = nc * V + w.lane; i < len; i += w.width) {
       float acc = 0.0f;
       for (int part = 0; part < parts; ++part) {
         const unsigned char* r = rec + part * part_bytes;
         acc = quant::add_rn(acc, quant::mul_rn(static_cast<float>(payload_value<kBits>(r + 4, i)), quant::load_scale(r)));
       }
-      out[k * b + i] = quant::narrow_to<quant::f16>(acc);
+      o[i] = quant::narrow_to<quant::f16>(acc);
     }
   }
 }

@@ -80,6 +80,42 @@ struct DeviceBuffer {
   }
 };
 
+// `bytes` placed `off` bytes into a device allocation whose other bytes (and 16 past the end)
+// hold a pattern: get() returns the placed bytes and fails the test if a kernel wrote outside
+// them (a vector store past a block's or a record's end).
+struct Placed {
+  static constexpr char kPattern = static_cast<char>(0xa5);
+  DeviceBuffer buf;
+  int64_t off;
+  size_t n;
+  Placed(size_t bytes, int64_t off) : buf(static_cast<size_t>(off) + bytes + 16), off(off), n(bytes) {
+    buf.put(std::vector<char>(buf.n, kPattern));
+  }
+  void* p() const { return buf.at(off); }
+  void put(const std::vector<char>& v) {
+    std::vector<char> all(buf.n, kPattern);
+    std::copy(v.begin(), v.end(), all.begin() + off);
+    buf.put(all);
+  }
+  std::vector<char> get() const {
+    std::vector<char> all = buf.get();
+    const auto first = all.begin() + off, last = first + static_cast<int64_t>(n);
+    EXPECT_TRUE(std::all_of(all.begin(), first, [](char c) { return c == kPattern; }) &&
+                std::all_of(last, all.end(), [](char c) { return c == kPattern; }))
+        << "a kernel wrote outside its " << n << " bytes at offset " << off;
+    return std::vector<char>(first, last);
+  }
+};
+
+// Where check_quant places its buffers, counted from a 16-byte aligned start: the inputs (x, and
+// y of x += r) `x` values in, the outputs (out and r) `out` values in, the records (and
+// dequantize_sum's parts) `rec` bytes in. The kernels load and store 16 bytes at a time only where
+// a block's values start 16-byte aligned (the scalar path elsewhere), and a record's payload as
+// wide as its address allows.
+struct Place {
+  int64_t x = 0, out = 0, rec = 0;
+};
+
 template <class V>
 std::vector<char> bytes_of(const V& v) {
   std::vector<char> b(v.size() * sizeof(v[0]));
@@ -187,7 +223,11 @@ TEST(Module, Reductions) {
 }
 
 template <class T>
-void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::mt19937_64& rng) {
+void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::mt19937_64& rng, Place at = {}) {
+  const int64_t xo = at.x * static_cast<int64_t>(sizeof(T)), oo = at.out * static_cast<int64_t>(sizeof(T));
+  const std::string where = " (bits " + std::to_string(bits) + " n " + std::to_string(n) + " block " +
+                            std::to_string(block) + " size " + std::to_string(sizeof(T)) + " at x+" +
+                            std::to_string(at.x) + " out+" + std::to_string(at.out) + " rec+" + std::to_string(at.rec) + ")";
   std::vector<T> x(static_cast<size_t>(n));
   std::normal_distribution<double> d(0.0, 3.0);
   for (T& v : x) v = static_cast<T>(d(rng));
@@ -195,30 +235,32 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
   const size_t rb = static_cast<size_t>(quant::quantized_bytes(n, block, bits));
   std::vector<char> want(rb);
   const int64_t want_bad = quant::quantize(x.data(), n, block, bits, want.data());
-  DeviceBuffer dx(x.size() * sizeof(T)), drec(rb);
+  Placed dx(x.size() * sizeof(T), xo), drec(rb, at.rec);
   dx.put(bytes_of(x));
   // The bad blocks are added to a counter in device memory (no synchronize inside the call):
   // queued twice, the count doubles.
   DeviceBuffer dbad(sizeof(unsigned long long));
   dbad.put(std::vector<char>(sizeof(unsigned long long), 0));
   auto* bad = static_cast<unsigned long long*>(dbad.p);
-  ASSERT_EQ(mod().quantize(bits, qt, dx.p, n, block, drec.p, bad, nullptr), 0);
-  ASSERT_EQ(mod().quantize(bits, qt, dx.p, n, block, drec.p, bad, nullptr), 0);
+  ASSERT_EQ(mod().quantize(bits, qt, dx.p(), n, block, drec.p(), bad, nullptr), 0);
+  ASSERT_EQ(mod().quantize(bits, qt, dx.p(), n, block, drec.p(), bad, nullptr), 0);
   unsigned long long got_bad = 0;
   std::memcpy(&got_bad, dbad.get().data(), sizeof got_bad);
-  EXPECT_EQ(static_cast<int64_t>(got_bad), 2 * want_bad);
-  EXPECT_EQ(drec.get(), want) << "records differ: bits " << bits << " n " << n << " block " << block;
+  EXPECT_EQ(static_cast<int64_t>(got_bad), 2 * want_bad) << where;
+  EXPECT_EQ(drec.get(), want) << "records differ" << where;
   // Dequantize, then dequantize-add onto it: the host's bits both times.
   std::vector<T> out(static_cast<size_t>(n));
   quant::dequantize(want.data(), n, block, bits, out.data());
-  DeviceBuffer dout(out.size() * sizeof(T));
-  ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 0, nullptr), 0);
+  Placed dout(out.size() * sizeof(T), oo);
+  ASSERT_EQ(mod().dequantize(bits, qt, drec.p(), n, block, dout.p(), 0, nullptr), 0);
   ASSERT_EQ(mod().sync(nullptr), 0);
-  EXPECT_EQ(dout.get(), bytes_of(out));
+  EXPECT_EQ(dout.get(), bytes_of(out)) << "values differ" << where;
   if constexpr (sizeof(T) == 2) {
     // 16-bit values are never summed in 16 bits: dequantize-add is refused; the fused
     // dequantize-reduce sums 3 parts (these records, and two of their own) in float.
-    if (n > 0) EXPECT_NE(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
+    if (n > 0) {
+      EXPECT_NE(mod().dequantize(bits, qt, drec.p(), n, block, dout.p(), 1, nullptr), 0);
+    }
     const int64_t part = static_cast<int64_t>(rb) + 8;  // a stride that is not the records' size
     std::vector<char> parts(static_cast<size_t>(3 * part), 0);
     for (int k = 0; k < 3; ++k) {
@@ -228,17 +270,17 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
       else quant::quantize(y.data(), n, block, bits, parts.data() + k * part);
     }
     quant::dequantize_sum(parts.data(), part, 3, n, block, bits, out.data());
-    DeviceBuffer dparts(parts.size());
+    Placed dparts(parts.size(), at.rec);
     dparts.put(parts);
-    ASSERT_EQ(mod().dequantize_sum(bits, qt, dparts.p, part, 3, n, block, dout.p, nullptr), 0);
+    ASSERT_EQ(mod().dequantize_sum(bits, qt, dparts.p(), part, 3, n, block, dout.p(), nullptr), 0);
     ASSERT_EQ(mod().sync(nullptr), 0);
-    EXPECT_EQ(dout.get(), bytes_of(out)) << "16-bit sums differ: bits " << bits << " n " << n;
+    EXPECT_EQ(dout.get(), bytes_of(out)) << "16-bit sums differ" << where;
   } else {
     quant::dequantize_add(want.data(), n, block, bits, out.data());
-    ASSERT_EQ(mod().dequantize(bits, qt, drec.p, n, block, dout.p, 1, nullptr), 0);
+    ASSERT_EQ(mod().dequantize(bits, qt, drec.p(), n, block, dout.p(), 1, nullptr), 0);
     ASSERT_EQ(mod().sync(nullptr), 0);
-    EXPECT_EQ(dout.get(), bytes_of(out));
-    EXPECT_NE(mod().dequantize_sum(bits, qt, drec.p, 0, 1, n, block, dout.p, nullptr), 0) << "F16 only";
+    EXPECT_EQ(dout.get(), bytes_of(out)) << "sums differ" << where;
+    EXPECT_NE(mod().dequantize_sum(bits, qt, drec.p(), 0, 1, n, block, dout.p(), nullptr), 0) << "F16 only";
   }
   // The error feedback's x += r: x + r in the compute type, rounded once (the host executor's
   // x[i] = x[i] + r[i]).
@@ -246,12 +288,12 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
     std::vector<T> y(x.size()), sum(x.size());
     for (T& v : y) v = static_cast<T>(d(rng) * 0.01);
     for (size_t i = 0; i < sum.size(); ++i) sum[i] = x[i] + y[i];
-    DeviceBuffer dy(y.size() * sizeof(T)), dsum(x.size() * sizeof(T));
+    Placed dy(y.size() * sizeof(T), xo), dsum(x.size() * sizeof(T), oo);
     dy.put(bytes_of(y));
     dsum.put(bytes_of(x));
-    ASSERT_EQ(mod().quant_add(qt, dy.p, dsum.p, n, nullptr), 0);
+    ASSERT_EQ(mod().quant_add(qt, dy.p(), dsum.p(), n, nullptr), 0);
     ASSERT_EQ(mod().sync(nullptr), 0);
-    EXPECT_EQ(dsum.get(), bytes_of(sum)) << "x += r differs: n " << n;
+    EXPECT_EQ(dsum.get(), bytes_of(sum)) << "x += r differs" << where;
   }
   // Error feedback: the residual x - deq(q(x)), non-finite differences dropped, as the host
   // executor computes it (exec/executor.cpp's Quantize step).
@@ -261,10 +303,10 @@ void check_quant(device::QuantType qt, int bits, int64_t n, int64_t block, std::
     r[i] = x[i] - r[i];
     if (!std::isfinite(static_cast<double>(r[i]))) r[i] = T(0);
   }
-  DeviceBuffer dr(r.size() * sizeof(T));
-  ASSERT_EQ(mod().feedback(bits, qt, drec.p, dx.p, n, block, dr.p, nullptr), 0);
+  Placed dr(r.size() * sizeof(T), oo);
+  ASSERT_EQ(mod().feedback(bits, qt, drec.p(), dx.p(), n, block, dr.p(), nullptr), 0);
   ASSERT_EQ(mod().sync(nullptr), 0);
-  EXPECT_EQ(dr.get(), bytes_of(r)) << "residuals differ: bits " << bits << " n " << n << " block " << block;
+  EXPECT_EQ(dr.get(), bytes_of(r)) << "residuals differ" << where;
 }
 
 TEST(Module, Quantization) {
@@ -280,6 +322,30 @@ TEST(Module, Quantization) {
       }
   EXPECT_NE(mod().quantize(3, device::QuantType::F32, nullptr, 8, 64, nullptr, nullptr, nullptr), 0) << "bits 3 refused";
   EXPECT_NE(mod().feedback(3, device::QuantType::F32, nullptr, nullptr, 8, 64, nullptr, nullptr), 0) << "bits 3 refused";
+}
+
+// The vector and scalar paths of the quantization kernels, and the payload stores of every
+// width: buffers 16-byte aligned (the vector path: 4 floats, 2 doubles or 8 16-bit values per
+// lane and load, the scalar path for the last len % that values of a block) or one value off
+// (scalar), x and the outputs placed apart (feedback takes the vector path only when both are
+// aligned), records 0 to 7 bytes off (their payloads start at every alignment), odd lengths and
+// the smallest blocks. Every valid block (a multiple of 8 values) is a multiple of 16 bytes
+// long, so a block of another byte length cannot be asked for.
+TEST(Module, QuantizationVectorPaths) {
+  std::mt19937_64 rng(17);
+  const Place places[] = {{0, 0, 0}, {1, 1, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 6}, {1, 0, 3}, {0, 1, 4}, {3, 5, 7}, {8, 2, 5}};
+  const int64_t shapes[][2] = {{512, 512}, {1031, 512}, {2 * 512 + 5, 512}, {8, 8}, {13, 8},
+                               {101, 24}, {1043, 520}, {3, 16}, {70, 64}};
+  for (int bits : {8, 4})
+    for (const auto& sh : shapes)
+      for (const Place& at : places) {
+        check_quant<float>(device::QuantType::F32, bits, sh[0], sh[1], rng, at);
+        check_quant<double>(device::QuantType::F64, bits, sh[0], sh[1], rng, at);
+#if HIER_QUANT_F16
+        check_quant<quant::f16>(device::QuantType::F16, bits, sh[0], sh[1], rng, at);
+#endif
+        if (HasFailure()) return;
+      }
 }
 
 // memset, and events: a wait for an event returns once the work queued before its record is
