@@ -20,6 +20,7 @@
 #include "exec/context.hpp"
 #include "exec/device_steps.hpp"
 #include "exec/entry.hpp"
+#include "exec/own_progress.hpp"
 #include "exec/prepare.hpp"
 #include "exec/request.hpp"
 #include "exec/typed.hpp"
@@ -306,8 +307,38 @@ template <Fn B>
 constexpr bool has_hierarchical = coll_row(B) >= 0 && kColls[coll_row(B)].blocking == B;
 }  // namespace coll_detail
 
+namespace coll_detail {
+template <Fn F, class Fwd, class... Args>
+Outcome dispatch(Fwd& fwd, Args... args);
+// MPI_..._init (and _init_c): a persistent collective, whose handle no completion call nulls.
+constexpr bool persistent_init(Fn f) {
+  const char* n = fn_name(static_cast<int>(f));
+  size_t len = 0;
+  while (n[len]) ++len;
+  auto ends = [&](const char* x, size_t k) {
+    if (len < k) return false;
+    for (size_t i = 0; i < k; ++i)
+      if (n[len - k + i] != x[i]) return false;
+    return true;
+  };
+  return ends("_init", 5) || ends("_init_c", 7);
+}
+}  // namespace coll_detail
+
+// Every collective call. A nonblocking one (its last argument the request, and no persistent
+// MPI_..._init form) that the MPI runs as its own call is handed to the progress thread
+// (exec/own_progress.hpp: HIER_PROGRESS=thread; libhier's own requests it advances anyway).
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
+  const Outcome o = coll_detail::dispatch<F>(fwd, args...);
+  using Last = std::tuple_element_t<sizeof...(Args) - 1, std::tuple<Args...>>;
+  if constexpr (std::is_same_v<Last, MPI_Request*> && !coll_detail::persistent_init(F))
+    if (o.rc == MPI_SUCCESS) exec::own_progress::track(*std::get<sizeof...(Args) - 1>(std::tie(args...)));
+  return o;
+}
+
+template <Fn F, class Fwd, class... Args>
+inline Outcome coll_detail::dispatch(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   exec::progress();  // libhier's outstanding nonblocking collectives advance in every collective call
   // Every collective, rewritten or not, enters its communicator first: the first one creates

@@ -24,6 +24,7 @@
 #include "core/staged_persistent.hpp"
 #include "core/wrap.hpp"
 #include "dtype/requests.hpp"
+#include "exec/own_progress.hpp"
 #include "exec/request.hpp"
 
 namespace hier::core {
@@ -243,8 +244,39 @@ template <Fn B, class Fwd, class... Args>
 Outcome complete(Fwd& fwd, Args... args);
 }
 
+namespace request_detail {
+template <Fn F, class Fwd, class... Args>
+Outcome dispatch(Fwd& fwd, Args... args);
+// The request slots a completion call (or MPI_Request_free) may null: {first, count}.
+template <Fn B, class... Args>
+std::pair<MPI_Request*, int> slots_of(Args... args) {
+  auto a = std::make_tuple(args...);
+  if constexpr (B == Fn::Wait || B == Fn::Test || B == Fn::Request_free) return {std::get<0>(a), 1};
+  else if constexpr (B == Fn::Waitall || B == Fn::Testall || B == Fn::Waitany || B == Fn::Testany ||
+                     B == Fn::Waitsome || B == Fn::Testsome)
+    return {std::get<1>(a), std::max(std::get<0>(a), 0)};
+  else return {nullptr, 0};
+}
+}  // namespace request_detail
+
+// The request family. Where the progress thread advances the MPI's own nonblocking collectives
+// (exec/own_progress.hpp), the handles a call completes or frees stop being advanced, and a
+// blocking completion call (which progresses them itself) pauses it.
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_request(Fwd& fwd, Args... args) {
+  constexpr Fn B = base_of(F);
+  if (!exec::own_progress::any()) return request_detail::dispatch<F>(fwd, args...);
+  const auto [slots, n] = request_detail::slots_of<B>(args...);
+  const std::vector<MPI_Request> before(slots, slots + n);
+  std::optional<exec::own_progress::Waiting> waiting;
+  if constexpr (B == Fn::Wait || B == Fn::Waitall || B == Fn::Waitany || B == Fn::Waitsome) waiting.emplace();
+  const Outcome o = request_detail::dispatch<F>(fwd, args...);
+  if (n > 0) exec::own_progress::settle(before, slots, n);
+  return o;
+}
+
+template <Fn F, class Fwd, class... Args>
+inline Outcome request_detail::dispatch(Fwd& fwd, Args... args) {
   constexpr Fn B = base_of(F);
   if constexpr (B == Fn::Start) return {request_detail::start(args...), diag::AlgoTag::Flat};
   if constexpr (B == Fn::Startall) return {request_detail::startall(args...), diag::AlgoTag::Flat};

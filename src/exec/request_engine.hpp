@@ -47,6 +47,8 @@ extern std::atomic<bool> g_thread_on;  // the progress thread runs (read without
 void add(std::atomic<double>& a, double v);
 // Once: the report section and the finalize hook; the progress thread where HIER_PROGRESS=thread.
 void setup_once();
+// Wakes the progress thread (if it runs) to look for work.
+void wake_thread();
 // Starts r (owned by the caller until it is in g_active).
 int launch(CollRequest* r, MPI_Request* out);
 // Gives back what r held for its lifetime: frees its duplicated datatypes (hold_type) and drops
