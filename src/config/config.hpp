@@ -72,6 +72,7 @@ struct Config {
   int quant_check_every = 0;       // HIER_QUANT_CHECK: check every Nth quantized call; 0 = off
   int64_t quant_block = 512;       // HIER_QUANT_BLOCK: values per quantization block (quant::kDefaultBlock)
   bool progress_thread = false;  // HIER_PROGRESS=thread: nonblocking collectives advance in a thread
+  bool progress_mpi = false;     // HIER_PROGRESS=thread+mpi: the thread advances the MPI's own ones too
   ShmMode shm = ShmMode::Auto;   // HIER_SHM: node-level steps through a shared segment
   ShmCma shm_cma = ShmCma::Auto; // HIER_SHM_CMA: single-copy shm steps
   // HIER_GPU_AWARE: whether the MPI takes device pointers; -1 = auto (asked through

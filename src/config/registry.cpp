@@ -319,12 +319,14 @@ const VarSpec kVars[] = {
      else return std::string("not off, auto or on");
      return std::string();
    }, true},
-  {"HIER_PROGRESS", "off", "off or thread",
-   "Who advances libhier's nonblocking collectives: off = the program's MPI calls (MPI_Wait/MPI_Test, ...); thread = also a progress thread, which needs MPI_THREAD_MULTIPLE (otherwise a warning and off).",
+  {"HIER_PROGRESS", "off", "off, thread or thread+mpi",
+   "Who advances libhier's nonblocking collectives: off = the program's MPI calls (MPI_Wait/MPI_Test, ...); thread = also a progress thread, which needs MPI_THREAD_MULTIPLE (otherwise a warning and off); thread+mpi = the thread also advances the nonblocking collectives libhier leaves to the MPI (one MPI progress call every 4 ms while one is outstanding and no program thread waits).",
    [](const std::string& v, Config& c) {
      const std::string s = lower(trim(v));
+     c.progress_mpi = false;
      if (s == "off" || s.empty()) { c.progress_thread = false; return std::string(); }
      if (s == "thread") { c.progress_thread = true; return std::string(); }
+     if (s == "thread+mpi") { c.progress_thread = c.progress_mpi = true; return std::string(); }
      return std::string("unknown progress mode");
    }},
 };

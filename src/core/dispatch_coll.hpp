@@ -327,7 +327,7 @@ constexpr bool persistent_init(Fn f) {
 
 // Every collective call. A nonblocking one (its last argument the request, and no persistent
 // MPI_..._init form) that the MPI runs as its own call is handed to the progress thread
-// (exec/own_progress.hpp: HIER_PROGRESS=thread; libhier's own requests it advances anyway).
+// (exec/own_progress.hpp: HIER_PROGRESS=thread+mpi; libhier's own requests it advances anyway).
 template <Fn F, class Fwd, class... Args>
 inline Outcome dispatch_coll(Fwd& fwd, Args... args) {
   const Outcome o = coll_detail::dispatch<F>(fwd, args...);

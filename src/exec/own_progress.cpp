@@ -34,7 +34,7 @@ double now() {
 }  // namespace
 
 void track(MPI_Request r) {
-  if (r == MPI_REQUEST_NULL || !config::get().progress_thread || is_collective_request(r)) return;
+  if (r == MPI_REQUEST_NULL || !config::get().progress_mpi || is_collective_request(r)) return;
   engine::setup_once();  // the progress thread, where the thread level allows it
   if (!engine::g_thread_on.load(std::memory_order_acquire)) return;
   {

@@ -1,4 +1,4 @@
-// Progress for the MPI's own nonblocking collectives, under HIER_PROGRESS=thread.
+// Progress for the MPI's own nonblocking collectives, under HIER_PROGRESS=thread+mpi.
 // A nonblocking collective that runs as the MPI's own call (the plan left it flat, or libhier
 // does not rewrite it) advances, in Open MPI 4.1 and MPICH 4.0 as built here, only inside the
 // program's MPI calls: a program that starts MPI_Iallreduce and computes until MPI_Wait overlaps
@@ -6,7 +6,10 @@
 // with an MPI_Test every 0.1-1 ms). libhier's progress thread, which advances libhier's own
 // requests, also makes one progress call of the MPI (a probe that takes nothing) every few
 // milliseconds while such a request is outstanding and no program thread waits, so the MPI's own
-// algorithm runs behind the computation too.
+// algorithm runs behind the computation too. Not part of HIER_PROGRESS=thread: measured on the
+// emulated cluster (8 ranks on 2 cores, bench/RESULTS.md) it hides most of a lone MPI_Iallreduce
+// behind computation (Open MPI), but slowed tools/demo.sh --overlap (one MPI_Iallreduce per
+// layer during backward) by about 14 %: the MPI work the probes run takes the computation's cores.
 // Which requests are outstanding: the handles the nonblocking collective wrappers returned
 // (track), dropped when a completion call of the program (or MPI_Request_free) nulls their slot
 // (settle). A handle that none of them sees complete is dropped after kStale seconds: its
@@ -20,8 +23,8 @@
 namespace hier::exec::own_progress {
 
 // After a nonblocking collective of the MPI's own started with handle r (MPI_REQUEST_NULL or
-// one of libhier's requests: ignored). Does nothing unless HIER_PROGRESS=thread and the progress
-// thread runs (MPI_THREAD_MULTIPLE); starts it on the first call otherwise.
+// one of libhier's requests: ignored). Does nothing unless HIER_PROGRESS=thread+mpi and the
+// progress thread runs (MPI_THREAD_MULTIPLE); starts it on the first call otherwise.
 void track(MPI_Request r);
 // Whether any handle is tracked (one relaxed load: the completion calls' fast path).
 bool any();

@@ -71,7 +71,7 @@ std::string nonblocking_report() {
       j[std::string("i") + config::kCollKeys[c]] = {
           {"requests", n}, {"groups", g_stats[c].groups.load()}, {"active_s", g_stats[c].active_s.load()}};
   j["wait_s"] = g_wait_s.load();
-  j["progress"] = config::get().progress_thread ? "thread" : "calls";
+  j["progress"] = config::get().progress_mpi ? "thread+mpi" : config::get().progress_thread ? "thread" : "calls";
   j["thread_rounds"] = g_thread_rounds.load();
   // The MPI's own nonblocking collectives the thread advanced (exec/own_progress.hpp).
   j["mpi_requests_progressed"] = own_progress::tracked_total();

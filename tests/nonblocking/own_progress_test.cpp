@@ -1,11 +1,12 @@
 // The MPI's own nonblocking collectives advanced by libhier's progress thread
-// (exec/own_progress.hpp; HIER_PROGRESS=thread, HIER_ALGO=flat so that every call is the MPI's).
+// (exec/own_progress.hpp; HIER_PROGRESS=thread+mpi, HIER_ALGO=flat so that every call is the MPI's).
 // Rank by rank: MPI_Iallreduce of 64 Ki ints (256 KiB: several rounds of the MPI's algorithm, each
 // needing a progress call), then no MPI call for up to OWN_PROGRESS_S seconds while the receive
 // buffer is watched for the sum; then MPI_Wait and the exact check.
 // OWN_PROGRESS_EXPECT=1: the sum must appear before MPI_Wait (the thread advanced the MPI's call).
-// =0: it must not (the negative control, HIER_PROGRESS=off: the MPIs here progress a collective
-// only inside the program's calls). Unset: not judged.
+// =0: it must not (the negative control, HIER_PROGRESS=thread: the thread advances libhier's own
+// requests only, and the MPIs here progress a collective only inside the program's calls).
+// Unset: not judged.
 // Reading the buffer before the wait is outside the standard; it only observes, and the result
 // is checked after MPI_Wait as usual.
 #include <gtest/gtest.h>
