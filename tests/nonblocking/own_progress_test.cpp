@@ -59,12 +59,14 @@ TEST(OwnProgress, MpiCollectiveAdvancesWhileTheProgramComputes) {
   int mine = early ? 1 : 0, all = 0, any = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (expect && expect[0] == '1')
+  if (expect && expect[0] == '1') {
     EXPECT_EQ(all, 1) << "on some rank the MPI's MPI_Iallreduce did not complete in " << limit
                       << " s without the program's MPI calls: nothing advanced it";
-  if (expect && expect[0] == '0')
+  }
+  if (expect && expect[0] == '0') {
     EXPECT_EQ(any, 0) << "the MPI's MPI_Iallreduce completed without the program's MPI calls and without "
                          "libhier's thread: this negative control cannot tell the thread's effect here";
+  }
 }
 
 }  // namespace
