@@ -7,6 +7,7 @@
 #include <climits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <type_traits>
@@ -312,16 +313,8 @@ template <Fn F, class Fwd, class... Args>
 Outcome dispatch(Fwd& fwd, Args... args);
 // MPI_..._init (and _init_c): a persistent collective, whose handle no completion call nulls.
 constexpr bool persistent_init(Fn f) {
-  const char* n = fn_name(static_cast<int>(f));
-  size_t len = 0;
-  while (n[len]) ++len;
-  auto ends = [&](const char* x, size_t k) {
-    if (len < k) return false;
-    for (size_t i = 0; i < k; ++i)
-      if (n[len - k + i] != x[i]) return false;
-    return true;
-  };
-  return ends("_init", 5) || ends("_init_c", 7);
+  const std::string_view n = fn_name(static_cast<int>(f));
+  return n.ends_with("_init") || n.ends_with("_init_c");
 }
 }  // namespace coll_detail
 

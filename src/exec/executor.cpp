@@ -411,7 +411,9 @@ void Machine::start_group() {
   // The kernels of the earlier waves, before any message step of this one reads their output
   // (issue() then waits for nothing inside the wave). Staged steps wait for their own copies'
   // events instead, queued behind those kernels.
-  int rc = s_.steps[i].wave >= 0 && b_.dev && !b_.stage ? flush() : MPI_SUCCESS;
+  // (A wave of local steps only waits for nothing: its kernels queue behind the earlier ones.)
+  const bool messages = std::any_of(s_.steps.begin() + i, s_.steps.begin() + j, [](const sched::Step& st) { return !is_local(st); });
+  int rc = s_.steps[i].wave >= 0 && b_.dev && !b_.stage && messages ? flush() : MPI_SUCCESS;
   if (rc != MPI_SUCCESS) {
     rc_ = rc;
     next_ = j;

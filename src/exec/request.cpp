@@ -319,9 +319,10 @@ void thread_main(ProgressThread* t) {
     constexpr auto kMinPause = std::chrono::microseconds(50), kMaxPause = std::chrono::microseconds(1000);
     pause = moved ? kMinPause : std::min(kMaxPause, pause * 2);
     // Only the MPI's own requests to advance: one poke per kOwnPause. Measured on the emulated
-    // cluster (bench/RESULTS.md, "Progress for the MPI's own nonblocking collectives"): pokes
-    // every 0.2 ms took the computation's CPU (22-52 % of a 16 MiB MPI_Iallreduce hidden), every
-    // 2 ms hid 62-90 %, every 4 ms 67-80 %, the bare call unchanged.
+    // cluster (bench/RESULTS.md, "Nonblocking calls: libhier's schedule against the MPI's own, and
+    // progress for the MPI's own"): pokes every 0.2 ms took the computation's CPU (22-52 % of a
+    // 16 MiB MPI_Iallreduce hidden), every 2 ms hid 62-90 %, every 4 ms 67-80 %, the bare call
+    // unchanged.
     // (A request of libhier's started meanwhile ends that pause: launch wakes the thread.)
     constexpr auto kOwnPause = std::chrono::microseconds(4000);
     if (g_nactive.load() == 0) {
