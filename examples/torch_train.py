@@ -30,6 +30,9 @@ Allreduces; overlap: the Iallreduce calls plus the final Waitall; zero: Reduce_s
 Allgather). At the end one line with train_mlp's keys:
   final_loss=<mean loss of the last 20 steps> mean_step_ms= mean_comm_ms= ranks= mode= ...
 mean_step_ms / mean_comm_ms: means over steps 2..N on rank 0 (step 1 sets up the connections).
+mean_arrival_wait_ms: the part of mean_comm_ms that rank 0 waited for the slowest rank to finish
+its backward (the slowest rank's time to the gradients' communication minus rank 0's; zero: the
+reduce-scatter's only), as train_mlp's: no collective algorithm can remove it.
 """
 import argparse
 import glob
@@ -278,7 +281,10 @@ def main(argv=None):
               f"params={nparams} layers={args.layers} dim={args.dim} ctx={args.ctx} batch={args.batch}/rank "
               f"buckets={nbuckets} text={data.numel()} bytes device={dev.type} torch={torch.__version__}", flush=True)
 
-    losses, step_ms, comm_ms = [], [], []
+    # computed: this rank's time from the step's start to its gradients' communication (the end
+    # of backward). A rank that gets there before the slowest waits inside the call for the
+    # difference: arrival skew, counted in comm_ms, which no collective algorithm can remove.
+    losses, step_ms, comm_ms, computed = [], [], [], []
     loss_buf = torch.zeros(1, dtype=torch.float64)
     for step in range(args.steps):
         comm.Barrier()  # each step starts together: step_ms is not skewed by the previous one
@@ -291,6 +297,7 @@ def main(argv=None):
             loss.backward()
             for b, g in zip(buckets.buckets, buckets.grads):
                 check_views(b, g)
+            computed.append(time.perf_counter() - t0)
             spent = buckets.reduce(args.overlap)
         else:
             grad.zero_()
@@ -298,6 +305,7 @@ def main(argv=None):
             loss.backward()
             check_views(params, grad)
             t1 = time.perf_counter()
+            computed.append(t1 - t0)
             comm.Reduce_scatter_block(mpibuf(grad), mpibuf(shard.grad))
             spent = time.perf_counter() - t1
             shard.grad.div_(size)
@@ -331,14 +339,19 @@ def main(argv=None):
     ref = mine.clone()
     comm.Bcast([ref.numpy(), MPI.FLOAT], root=0)
     same = comm.allreduce(int(torch.equal(mine, ref)), op=MPI.MIN)
-    record = {"loss": losses, "step_ms": step_ms, "comm_ms": comm_ms, "ranks": size,
+    # The slowest rank's compute time per step, in one call after training (none added per step).
+    slowest = torch.tensor(computed, dtype=torch.float64)
+    comm.Allreduce(MPI.IN_PLACE, [slowest.numpy(), MPI.DOUBLE], op=MPI.MAX)
+    wait_ms = [(s - c) * 1e3 for s, c in zip(slowest.tolist(), computed)]
+    record = {"loss": losses, "step_ms": step_ms, "comm_ms": comm_ms, "arrival_wait_ms": wait_ms, "ranks": size,
               "mode": args.mode, "overlap": args.overlap, "params": nparams, "same_params": same}
     if rank == 0:
         tail = losses[-20:]
         later = slice(1, None) if len(step_ms) > 1 else slice(None)
         mean = lambda v: sum(v) / len(v)
         record["final"] = (f"final_loss={mean(tail):.9g} mean_step_ms={mean(step_ms[later]):.3f} "
-              f"mean_comm_ms={mean(comm_ms[later]):.3f} params={nparams} ranks={size} "
+              f"mean_comm_ms={mean(comm_ms[later]):.3f} mean_arrival_wait_ms={mean(wait_ms[later]):.3f} "
+              f"params={nparams} ranks={size} "
               f"mode={args.mode}{'+overlap' if args.overlap else ''} steps={args.steps} "
               f"buckets={nbuckets} first_loss={losses[0]:.9g} same_params={same}")
         print(record["final"], flush=True)

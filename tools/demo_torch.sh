@@ -109,6 +109,7 @@ echo "== $title"
 printf '%-30s' ""; for v in $variants; do printf '%14s' "$v"; done; echo
 printf '%-30s' "time per step (ms)"; for v in $variants; do printf '%14.1f' "$(field mean_step_ms "${line[$v]}")"; done; echo
 printf '%-30s' "communication per step (ms)"; for v in $variants; do printf '%14.1f' "$(field mean_comm_ms "${line[$v]}")"; done; echo
+printf '%-30s' "  of it, arrival wait (ms)"; for v in $variants; do printf '%14.1f' "$(field mean_arrival_wait_ms "${line[$v]}")"; done; echo
 if ((cluster)); then
   printf '%-30s' "MiB over the links per run"; for v in $variants; do printf '%14.1f' "$(awk -v b="${sent[$v]}" 'BEGIN{print b/1048576}')"; done; echo
 fi
