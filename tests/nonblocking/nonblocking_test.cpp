@@ -61,9 +61,9 @@ class Mirror {
 };
 using Bytes = Mirror<std::vector<char>>;
 
-// NB_QUICK=1 (the device variants, which run every case once more): the two long sweeps
-// thinned so that each dimension's values still all occur (see Ialltoall, Irooted), and
-// ManyRounds and the persistent test's rounds shortened (100 to 25 and 20).
+// NB_QUICK=1 (the device variants, which run every case once more, and the 8-rank shapes):
+// the two long sweeps thinned so that each dimension's values still all occur (see Ialltoall,
+// Irooted), and ManyRounds and the persistent test's rounds shortened (100 to 25 and 20).
 bool quick() {
   static const bool q = std::getenv("NB_QUICK") != nullptr;
   return q;
