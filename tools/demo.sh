@@ -15,8 +15,10 @@
 #                      [--quant int8|int4] [--overlap] [--launcher mpiexec|srun] [--workload mlp|torch]
 # --quant: libhier quantizes across nodes (HIER_QUANT, with HIER_QUANT_FEEDBACK=on; lossy, so both
 # variants train with --exact-sum 0 and the final losses are compared by their relative difference).
-# --overlap: train_mlp --overlap 1 (one MPI_Iallreduce per layer during backward), with
-# HIER_PROGRESS=thread for libhier (docs/nonblocking.md).
+# --overlap: train_mlp --overlap 1 (one MPI_Iallreduce per layer during backward); libhier with its
+# default progress (the program's MPI calls), or HIER_PROGRESS as exported by the caller
+# (HIER_PROGRESS=thread tools/demo.sh --overlap: on 2 cores shared by 8 ranks the thread took
+# more of the computation than it hid, bench/RESULTS.md; docs/nonblocking.md).
 # --workload torch: a PyTorch transformer over mpi4py instead (tools/demo_torch.sh, docs/pytorch.md).
 set -euo pipefail
 source "$(dirname "$0")/lib/help.sh"
@@ -55,7 +57,6 @@ hier_build_targets "$mpi" hier train_mlp || exit 1
 lib=$root/build/$mpi/libhier.so
 prog=$root/build/$mpi/examples/train_mlp
 args=(--mode "$mode" --width "$width" --steps "$steps" --batch "$batch" --print-every 0 --overlap "$overlap")
-((overlap)) && export HIER_PROGRESS=thread
 if [[ -n $quant ]]; then  # only the preloaded libhier reads these
   [[ $quant == int8 || $quant == int4 ]] || { echo "demo.sh: --quant must be int8 or int4" >&2; exit 2; }
   export HIER_QUANT=$quant HIER_QUANT_FEEDBACK=on

@@ -9,8 +9,8 @@
 # usage: tools/demo.sh --workload torch [--mode ddp|zero] [--overlap] [--steps N] [--out DIR]
 #                                       [--model 'torch_train.py options'] [--variants 'mpi exact int8 int4']
 # Open MPI only (Debian's python3-mpi4py is built against Open MPI). --overlap: one Iallreduce per
-# bucket from backward hooks (1 MiB buckets, so that there is more than one), HIER_PROGRESS=thread
-# for libhier. Without root (no emulated cluster) the ranks run on this machine with
+# bucket from backward hooks (1 MiB buckets, so that there is more than one); libhier with its
+# default progress, or HIER_PROGRESS as exported by the caller (as tools/demo.sh). Without root (no emulated cluster) the ranks run on this machine with
 # HIER_LEVELS=node:4 and no links are counted. Like tools/demo.sh it installs what is missing
 # and builds only the openmpi preset's libhier.
 set -euo pipefail
@@ -46,6 +46,7 @@ args=(--mode "$mode" --steps "$steps" --print-every 0)
 # shellcheck disable=SC2206
 [[ -n $model ]] && args+=($model)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+progress=${HIER_PROGRESS:-}  # the caller's choice, for libhier's variants only
 unset HIER_DISABLE HIER_QUANT HIER_QUANT_FEEDBACK HIER_PROGRESS
 mcname=${MINICLUSTER_NAME:-demo}
 work=$(mktemp -d /tmp/torch-demo.XXXXXX)
@@ -56,7 +57,7 @@ variant_env() {  # variant -> HIER_* assignments for env
     mpi|exact) ;;
     int8|int4) echo "HIER_QUANT=$1 HIER_QUANT_FEEDBACK=on";;
   esac
-  [[ $1 != mpi ]] && ((overlap)) && echo "HIER_PROGRESS=thread"
+  [[ $1 != mpi && -n $progress ]] && echo "HIER_PROGRESS=$progress"
   return 0
 }
 
