@@ -10,8 +10,9 @@
 #                                       [--model 'torch_train.py options'] [--variants 'mpi exact int8 int4']
 # Open MPI only (Debian's python3-mpi4py is built against Open MPI). --overlap: one Iallreduce per
 # bucket from backward hooks (1 MiB buckets, so that there is more than one); libhier with its
-# default progress, or HIER_PROGRESS as exported by the caller (as tools/demo.sh). Without root (no emulated cluster) the ranks run on this machine with
-# HIER_LEVELS=node:4 and no links are counted. Like tools/demo.sh it installs what is missing
+# default progress, or HIER_PROGRESS as exported by the caller (as tools/demo.sh). Without root
+# (no emulated cluster) the ranks run on this machine with HIER_LEVELS=node:4 and no links are
+# counted. Like tools/demo.sh it installs what is missing
 # and builds only the openmpi preset's libhier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
