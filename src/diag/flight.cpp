@@ -18,7 +18,8 @@ namespace hier::diag {
 
 bool g_flight_on = false;
 
-namespace {
+// Named, not anonymous: FlightRing (declared in flight.hpp) holds Entry fields.
+namespace flight_detail {
 
 constexpr int kMaxRings = 1024;  // threads that record (beyond: their calls are not recorded)
 
@@ -36,7 +37,13 @@ struct Entry {
   std::atomic<uint8_t> state{0};
 };
 
-}  // namespace
+}  // namespace flight_detail
+using flight_detail::Entry;
+using flight_detail::kMaxRings;
+using flight_detail::State;
+using flight_detail::kEntered;
+using flight_detail::kCompleted;
+using flight_detail::kPending;
 
 struct FlightRing {
   uint32_t cap = 0;

@@ -160,20 +160,20 @@ void settle(Taken& t, MPI_Request* r, StatusOf status_of, ErrOf err_of) {
 
 }  // namespace
 
-void own_send(MPI_Request r, Staging s) { insert(r, Owned{s, {}, nullptr, 0, false}); }
+void own_send(MPI_Request r, Staging s) { insert(r, Owned{s, {}, nullptr, 0, false, 0, {}}); }
 
 void own_device_recv(MPI_Request r, Staging s, void* device, size_t span) {
-  insert(r, Owned{s, {}, device, 0, true, span});
+  insert(r, Owned{s, {}, device, 0, true, span, {}});
 }
 
 void own_device_message(MPI_Request r, DeviceMessage msg, void* buf, int64_t count) {
-  Owned o{{}, {}, buf, count, true};
+  Owned o{{}, {}, buf, count, true, 0, {}};
   o.device = std::move(msg);
   insert(r, std::move(o));
 }
 
 void own_recv(MPI_Request r, Staging s, CanonRef c, void* buf, int64_t count) {
-  insert(r, Owned{s, std::move(c), buf, count, true});
+  insert(r, Owned{s, std::move(c), buf, count, true, 0, {}});
 }
 
 std::optional<int> wait(MPI_Request* r, MPI_Status* st) {

@@ -178,9 +178,12 @@ TEST(CostedIsRun, EveryCollectiveAndSize) {
   }
   // Under HIER_SHM=on (the shm variant) the sweep ran shm steps, and under HIER_SHM_CMA=on
   // single-copy ones among them.
-  if (cfg.shm == config::ShmMode::On && !context_of(c)->levels->segments.empty()) EXPECT_GT(shm_steps, 0u);
-  if (cfg.shm == config::ShmMode::On && cfg.shm_cma == config::ShmCma::On && !context_of(c)->levels->segments.empty())
+  if (cfg.shm == config::ShmMode::On && !context_of(c)->levels->segments.empty()) {
+    EXPECT_GT(shm_steps, 0u);
+  }
+  if (cfg.shm == config::ShmMode::On && cfg.shm_cma == config::ShmCma::On && !context_of(c)->levels->segments.empty()) {
     EXPECT_GT(single_steps, 0u);
+  }
   if (rank == 0) std::printf("shm steps %llu, of which single copy %llu\n", static_cast<unsigned long long>(shm_steps),
                              static_cast<unsigned long long>(single_steps));
   // The sweep compared something on every shape it runs on (HIER_ALGO=hier: the tree
@@ -251,8 +254,9 @@ TEST(CostedIsRun, Quantized) {
       ASSERT_FALSE(costed.steps.empty()) << what;
       EXPECT_EQ(steps_of(*ran_s), steps_of(costed)) << what << ": the executor ran another schedule than the model costed";
       expect_ran_as_planned(costed, before, what);
-      if (n > 4096 && config::quant_pipelined(coll) && cfg.chunk_bytes > 0)
+      if (n > 4096 && config::quant_pipelined(coll) && cfg.chunk_bytes > 0) {
         EXPECT_GT(plan.quant_chunks, 1) << what << ": HIER_CHUNK did not cut the pipelined quantized schedule";
+      }
       ++compared;
     }
   }

@@ -93,7 +93,9 @@ void reduce_scatter_matches_pmpi(shm::Segment& seg, bool single) {
     const uint64_t rounds = run(seg, sched::Kind::ReduceScatter, a);
     EXPECT_EQ(rounds == 1, single) << "rounds " << rounds;
     for (int64_t j = 0; j < counts[me]; ++j) ASSERT_EQ(got[j], want[j]) << "in_place " << in_place << " at " << j;
-    if (!in_place) EXPECT_EQ(got[counts[me]], -7) << "written past the piece";
+    if (!in_place) {
+      EXPECT_EQ(got[counts[me]], -7) << "written past the piece";
+    }
   }
 }
 

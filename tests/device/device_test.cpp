@@ -78,7 +78,7 @@ TEST(Device, A_Setup) {
 // Ahead of every persistent call of libhier's own: in MPICH 4.0.2 a persistent collective of the
 // MPI's own hangs in its first MPI_Wait once an MPI_Send_init to MPI_PROC_NULL (libhier's
 // handle for its persistent collectives) was made and freed, without libhier too.
-void ordered_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+[[maybe_unused]] void ordered_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   const int* a = static_cast<const int*>(in);
   int* b = static_cast<int*>(inout);
   for (int i = 0; i < *len; ++i) b[i] = a[i] + 2 * b[i];  // not commutative: order matters
@@ -330,7 +330,9 @@ TEST(Device, NonblockingNotDenseStaysNonblocking) {
       }
       joined_late = !flag;
       ASSERT_EQ(MPI_Iallgather(mixed ? hs.data() : s, 1, every_other, r, n, MPI_INT, MPI_COMM_WORLD, &q), MPI_SUCCESS);
-      if (joined_late) ASSERT_EQ(MPI_Wait(&t, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      if (joined_late) {
+        ASSERT_EQ(MPI_Wait(&t, MPI_STATUS_IGNORE), MPI_SUCCESS);
+      }
     }
     EXPECT_FALSE(joined_late) << "rank 0's MPI_Iallgather did not return before its peers joined (mixed " << mixed << ")";
     ASSERT_EQ(MPI_Wait(&q, MPI_STATUS_IGNORE), MPI_SUCCESS);

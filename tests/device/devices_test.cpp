@@ -80,8 +80,9 @@ TEST(Devices, EachCallRunsOnItsBuffersDevice) {
     expect_sum(recv.get(), np, round, "blocking");
     EXPECT_EQ(fake_gpu_get_device(), other) << "the caller's current device is left as it was";
     EXPECT_GT(fake_gpu_ops_on(d), before) << "round " << round << ": libhier's kernels ran on the buffers' device";
-    if (round > 0)
+    if (round > 0) {
       EXPECT_EQ(fake_gpu_ops_on(other), before_other) << "round " << round << ": nothing ran on the other device";
+    }
   }
   // Nonblocking: one request per device outstanding together, started with the other device
   // current, completed (by the progress thread or the waits) with device 0 current.

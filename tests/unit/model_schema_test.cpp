@@ -73,7 +73,9 @@ void expect_model_eq(const Model& a, const Model& b) {
       EXPECT_EQ(a.flat_algorithms[c][i].algo, b.flat_algorithms[c][i].algo);
       EXPECT_EQ(a.flat_algorithms[c][i].below_bytes, b.flat_algorithms[c][i].below_bytes);
     }
-    if (hier::config::pipelined(static_cast<hier::config::Coll>(c))) EXPECT_EQ(a.chunk_bytes[c], b.chunk_bytes[c]);
+    if (hier::config::pipelined(static_cast<hier::config::Coll>(c))) {
+      EXPECT_EQ(a.chunk_bytes[c], b.chunk_bytes[c]);
+    }
   }
   expect_points_eq(a.flat_measured, b.flat_measured, "flat_measured");
   expect_points_eq(a.hier_measured, b.hier_measured, "hier_measured");
