@@ -104,12 +104,8 @@ std::optional<Ran> allreduce(const void* sendbuf, void* recvbuf, int count, MPI_
   if (auto rc = quant_allreduce(*p, sendbuf, recvbuf, count, type, op, t, req)) return rc;
   if (p->plan.algo == sched::Algorithm::Flat) return std::nullopt;  // the quantized plan declined: the MPI
   const bool in_place = sendbuf == MPI_IN_PLACE;
-  // A nonblocking call's cross-node step is reduce-scatter + allgather(v), not the MPI's
-  // in-place Iallreduce: Open MPI's libnbc runs an in-place (or fewer than 4 ranks) Iallreduce
-  // as a binomial reduce then bcast, each half of the links idle in turn, which made libhier's
-  // schedule 1.75x (2 x 2) and 2.1x (4 x 2) the MPI's own call; reduce-scatter + allgather uses
-  // both directions at once (bench/RESULTS.md, "Nonblocking allreduce: the cross-node step").
-  const bool ordered = !predefined_op(op) || (req != nullptr && p->plan.algo == sched::Algorithm::RsArAg);
+  // A user op's every element reduced in one place; the plan's split (model::Plan::split_top).
+  const bool ordered = !predefined_op(op) || p->plan.split_top;
   const int rank = p->ctx->levels->rank;
   const int chunks = p->plan.chunks;
   auto s = schedule(*p, element_key(Coll::Allreduce, *p, in_place, ordered, -1, count, t, chunks),

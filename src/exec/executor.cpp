@@ -412,8 +412,11 @@ void Machine::start_group() {
   // (issue() then waits for nothing inside the wave). Staged steps wait for their own copies'
   // events instead, queued behind those kernels.
   // (A wave of local steps only waits for nothing: its kernels queue behind the earlier ones.)
-  const bool messages = std::any_of(s_.steps.begin() + i, s_.steps.begin() + j, [](const sched::Step& st) { return !is_local(st); });
-  int rc = s_.steps[i].wave >= 0 && b_.dev && !b_.stage && messages ? flush() : MPI_SUCCESS;
+  // (Host buffers never scan the wave.)
+  const bool flush_first = s_.steps[i].wave >= 0 && b_.dev && !b_.stage &&
+                           std::any_of(s_.steps.begin() + i, s_.steps.begin() + j,
+                                       [](const sched::Step& st) { return !is_local(st); });
+  int rc = flush_first ? flush() : MPI_SUCCESS;
   if (rc != MPI_SUCCESS) {
     rc_ = rc;
     next_ = j;

@@ -202,6 +202,11 @@ Plan plan(const Call& call, const topo::Shape& s, const Model& m, const config::
   } else {
     p.why = "flat cheaper by the model";
   }
+  // Open MPI's libnbc runs an in-place (or fewer than 4 ranks) MPI_Iallreduce as a binomial
+  // reduce then bcast, each half of the links idle in turn: libhier's schedule measured 1.75x
+  // (2 x 2) and 2.1x (4 x 2) the MPI's own call with it, at parity with the split (bench/RESULTS.md,
+  // "Nonblocking allreduce: the cross-node step").
+  p.split_top = call.nonblocking && call.coll == Coll::Allreduce && p.algo == Algorithm::RsArAg;
   weigh_quant(call, s, m, cfg, p);  // HIER_QUANT: the quantized schedule against the exact plan
   return p;
 }

@@ -61,6 +61,10 @@ struct Plan {
   // for the exact schedule and for the quantized one: on: always; off: never; auto: where the
   // model, from hier-tune's measured segment (Model::shm), predicts them cheaper.
   bool shm = false, quant_shm = false;
+  // An allreduce's cross-node step as reduce-scatter + allgather(v) instead of the MPI's
+  // allreduce (sched::build_allreduce's ordered_top): a nonblocking rs-ar-ag call, whose
+  // in-place MPI_Iallreduce Open MPI runs as a reduce then a bcast (plan.cpp).
+  bool split_top = false;
 };
 
 // The transports the planner weighs under HIER_SHM (off: messages; on: the segment; auto: both).

@@ -261,6 +261,8 @@ TEST(ModelShm, NonblockingWithoutFigures) {
     ASSERT_EQ(b.algo, sched::Algorithm::RsArAg) << model::describe(b);
     EXPECT_EQ(nb.algo, b.algo) << model::describe(nb);
     EXPECT_DOUBLE_EQ(nb.hier_ns, b.hier_ns);
+    EXPECT_TRUE(nb.split_top) << "a nonblocking rs-ar-ag allreduce splits its cross-node step";
+    EXPECT_FALSE(b.split_top) << "the blocking one keeps the MPI's allreduce there";
   }
   // On the measured shape (2 x 2): where the blocking schedule is not cheaper, neither is the
   // nonblocking one; the allgather's nonblocking schedule is not priced: the MPI's own call.
